@@ -1,0 +1,28 @@
+# workbench: `make setup` once, then `make test` / `make bench` / `make check`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export WORKBENCH_CORPUS ?= $(abspath ../shared/corpus)
+
+.PHONY: setup test check bench clean
+
+setup: $(BIN)/workbench
+
+$(BIN)/workbench: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -c "from workbench.tokens.bpe import seed_tiktoken_cache; print('tiktoken BPE cache:', seed_tiktoken_cache())"
+	@touch $@
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+check: setup
+	$(BIN)/ruff check workbench tests
+
+bench: setup
+	$(BIN)/python benchmarks/bench_tokens.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

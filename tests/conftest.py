@@ -1,0 +1,52 @@
+"""Shared fixtures. Real-data tests read the corpus in place from ``WORKBENCH_CORPUS``.
+
+Default: ``../shared/corpus`` next to the repository when it exists. When ``WORKBENCH_REQUIRE_CORPUS=1``
+(set by ``.ci/run``) a missing corpus fails the tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workbench.transcript import Session, load_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def corpus_root() -> Path | None:
+    configured = os.environ.get("WORKBENCH_CORPUS")
+    path = Path(configured) if configured else ROOT.parent / "shared" / "corpus"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The real corpus folder (skips locally when absent; fails under WORKBENCH_REQUIRE_CORPUS=1)."""
+    path = corpus_root()
+    if path is None:
+        if os.environ.get("WORKBENCH_REQUIRE_CORPUS") == "1":
+            pytest.fail("WORKBENCH_CORPUS is not set to an existing folder but the real-corpus tests are required")
+        pytest.skip("real corpus not available (set WORKBENCH_CORPUS)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def claude_sessions(corpus: Path) -> list[Session]:
+    """Every Claude Code session of the real corpus, loaded once."""
+    sessions = list(load_paths([corpus / "claude-code"]))
+    assert len(sessions) >= 20
+    return sessions
+
+
+@pytest.fixture(scope="session")
+def main_sessions(claude_sessions: list[Session]) -> list[Session]:
+    return [s for s in claude_sessions if not s.is_subagent]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the on-disk caches of a test run out of the user's home."""
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

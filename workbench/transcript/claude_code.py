@@ -1,0 +1,215 @@
+"""Claude Code JSONL transcripts (``~/.claude/projects/<cwd>/<session>.jsonl``).
+
+Every line becomes a `Record` (conversation lines ``user``/``assistant``/``system``/``attachment`` and
+metadata lines such as ``file-history-snapshot``, ``progress``, ``summary``, ``queue-operation``) or a
+`Skip` naming file, line and reason. Nothing is reordered: streamed responses split into several
+``assistant`` lines sharing ``message.id`` stay separate, in file order (docs §7.4).
+
+Sub-agent transcripts live at ``<session>/subagents/agent-<id>.jsonl`` (docs §7.1); their records carry
+the parent's ``sessionId`` and their own ``agentId``, so the Session gets id
+``<parent>/agent-<agentId>`` and ``parent_session_id`` from the folder (or the records' ``sessionId``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .model import Block, Record, Session, Skip
+from .registry import register
+
+__all__ = ["CHAIN_TYPES", "KNOWN_TYPES", "ClaudeCodeLoader", "parse_line", "record_from_json"]
+
+#: Conversation ("chain") entries, docs §7.2.
+CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment"})
+#: Every entry type Claude Code v2.1.88 writes or reads (docs §7.2), plus legacy ``progress``.
+KNOWN_TYPES = CHAIN_TYPES | frozenset(
+    {
+        "progress",
+        "summary",
+        "custom-title",
+        "ai-title",
+        "last-prompt",
+        "task-summary",
+        "tag",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
+        "pr-link",
+        "mode",
+        "worktree-state",
+        "file-history-snapshot",
+        "attribution-snapshot",
+        "queue-operation",
+        "speculation-accept",
+        "content-replacement",
+        "marble-origami-commit",
+        "marble-origami-snapshot",
+    }
+)
+CAPABILITIES = frozenset({"uuids", "message_ids", "usage", "timestamps", "thinking", "compact_boundaries"})
+
+
+class LineError(ValueError):
+    """A line that cannot become a Record; the message is the reason reported in the Skip."""
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def record_from_json(obj: Any, *, line: str | None = None, source: str | None = None, line_no: int | None = None) -> Record:
+    """Build a Record from one parsed transcript object; raises `LineError` with the reason."""
+    if not isinstance(obj, dict):
+        raise LineError(f"expected a JSON object, found {type(obj).__name__}")
+    kind = obj.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise LineError("missing 'type' field")
+    message = obj.get("message")
+    blocks: tuple[Block, ...] = ()
+    string_content = has_content = False
+    role = message_id = model = stop_reason = None
+    usage = None
+    if kind in ("user", "assistant"):
+        if not isinstance(message, Mapping):
+            raise LineError(f"{kind} record without a 'message' object")
+        content = message.get("content")
+        if isinstance(content, str):
+            blocks, string_content = (Block.text_block(content),), True
+        elif isinstance(content, list):
+            blocks = tuple(Block.from_raw(b) for b in content)
+        else:
+            raise LineError(f"{kind} message content must be a string or a list, found {type(content).__name__}")
+        has_content = True
+        role = _str(message.get("role")) or kind
+        message_id = _str(message.get("id"))
+        model = _str(message.get("model"))
+        stop_reason = _str(message.get("stop_reason"))
+        raw_usage = message.get("usage")
+        usage = raw_usage if isinstance(raw_usage, Mapping) else None
+    elif kind == "system" and isinstance(obj.get("content"), str):
+        blocks, string_content = (Block.text_block(obj["content"]),), True
+    return Record(
+        kind=kind,
+        uuid=_str(obj.get("uuid")),
+        parent_uuid=_str(obj.get("parentUuid")),
+        logical_parent_uuid=_str(obj.get("logicalParentUuid")),
+        session_id=_str(obj.get("sessionId")),
+        message_id=message_id,
+        role=role,
+        blocks=blocks,
+        string_content=string_content,
+        has_content=has_content,
+        usage=usage,
+        timestamp=_str(obj.get("timestamp")),
+        model=model,
+        subtype=_str(obj.get("subtype")),
+        agent_id=_str(obj.get("agentId")),
+        is_sidechain=bool(obj.get("isSidechain")),
+        is_meta=bool(obj.get("isMeta")),
+        is_compact_summary=bool(obj.get("isCompactSummary")),
+        is_visible_in_transcript_only=bool(obj.get("isVisibleInTranscriptOnly")),
+        is_api_error=bool(obj.get("isApiErrorMessage")),
+        stop_reason=stop_reason,
+        raw=obj,
+        line=line,
+        source=source,
+        line_no=line_no,
+    )
+
+
+def parse_line(data: bytes, *, source: str, line_no: int) -> Record | Skip:
+    """One physical line (without its ``\\n``) to a Record, or a Skip with the reason."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Skip(source, line_no, f"invalid UTF-8 at byte {exc.start}", data)
+    if not text.strip():
+        return Skip(source, line_no, "blank line", data)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return Skip(source, line_no, f"invalid JSON: {exc.msg} at column {exc.colno}", data)
+    except RecursionError:
+        return Skip(source, line_no, "invalid JSON: nested too deeply", data)
+    try:
+        return record_from_json(obj, line=text, source=source, line_no=line_no)
+    except LineError as exc:
+        return Skip(source, line_no, str(exc), data)
+
+
+def split_lines(data: bytes) -> tuple[list[bytes], bool]:
+    """Physical lines of a file and whether it ended with a newline (kept for byte-exact export)."""
+    if not data:
+        return [], True
+    parts = data.split(b"\n")
+    trailing = parts[-1] == b""
+    if trailing:
+        parts.pop()
+    return parts, trailing
+
+
+class ClaudeCodeLoader:
+    """Claude Code session transcripts: one session per ``.jsonl`` file."""
+
+    name = "claude-code"
+    suffixes = (".jsonl",)
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        first = head.split(b"\n", 1)[0].lstrip()
+        if not first.startswith(b"{"):
+            return False
+        # Chain lines begin with parentUuid (docs §7.3); metadata lines with their type.
+        return first.startswith((b'{"parentUuid"', b'{"type"', b'{"leafUuid"', b'{"sessionId"')) or (
+            b'"sessionId"' in head and b'"type"' in head
+        )
+
+    def load(self, path: Path) -> list[Session]:
+        source = str(path)
+        data = path.read_bytes()
+        lines, trailing = split_lines(data)
+        records: list[Record] = []
+        skipped: list[Skip] = []
+        for number, chunk in enumerate(lines, start=1):
+            item = parse_line(chunk, source=source, line_no=number)
+            (skipped if isinstance(item, Skip) else records).append(item)  # type: ignore[arg-type]
+        return [self._session(path, records, skipped, len(lines), trailing)]
+
+    @staticmethod
+    def _session(path: Path, records: list[Record], skipped: list[Skip], n_lines: int, trailing: bool) -> Session:
+        session_id = next((r.session_id for r in records if r.session_id), None)
+        agent_id = None
+        if path.name.startswith("agent-") or (records and all(r.is_sidechain for r in records if r.is_message)):
+            agent_id = next((r.agent_id for r in records if r.agent_id), None) or path.stem.removeprefix("agent-")
+        parent = None
+        if agent_id is not None:
+            if path.parent.name == "subagents":
+                parent = path.parent.parent.name
+            else:
+                parent = session_id
+        models = tuple(dict.fromkeys(r.model for r in records if r.model and r.model != "<synthetic>"))
+        version = next((_str(r.raw.get("version")) for r in records if r.raw.get("version")), None)
+        base = parent if agent_id is not None else session_id
+        sid = f"{base or path.stem}/agent-{agent_id}" if agent_id is not None else (session_id or path.stem)
+        unknown = sorted({r.kind for r in records} - KNOWN_TYPES)
+        return Session(
+            id=sid,
+            records=tuple(records),
+            source=str(path),
+            format="claude-code",
+            session_id=session_id,
+            parent_session_id=parent,
+            agent_id=agent_id,
+            models=models,
+            client_version=version,
+            skipped=tuple(skipped),
+            lines=n_lines,
+            trailing_newline=trailing,
+            capabilities=CAPABILITIES,
+            metadata={"unknown_types": unknown} if unknown else {},
+        )
+
+
+register(ClaudeCodeLoader())

@@ -1,0 +1,371 @@
+"""Canonical, lossless transcript model.
+
+A `Record` is one line (or item) of a recorded transcript, a `Session` the ordered records of one
+conversation, a `Corpus` a lazy iterable of sessions. They are immutable value objects: loaders build
+them, strategies derive new ones with `Record.with_blocks` / `dataclasses.replace`, nothing mutates.
+
+Streaming splits stay as they were recorded: Claude Code writes one streamed API response as several
+`assistant` lines that share `message.id` (docs/claude-code-compaction.md §7.4); each is its own Record,
+in file order, exactly like Claude Code's in-memory message array.
+
+No strategy logic lives here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "BLOCK_KINDS",
+    "Block",
+    "Corpus",
+    "Record",
+    "Session",
+    "Skip",
+    "canonical_json",
+]
+
+BlockKind = Literal[
+    "text",
+    "thinking",
+    "redacted_thinking",
+    "tool_use",
+    "tool_result",
+    "image",
+    "document",
+    "server_tool_use",
+    "server_tool_result",
+    "unknown",
+]
+
+#: Block types the model names; anything else is kept as ``unknown`` with its raw dict.
+BLOCK_KINDS: frozenset[str] = frozenset(
+    {
+        "text",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "tool_result",
+        "image",
+        "document",
+        "server_tool_use",
+    }
+)
+
+
+def canonical_json(value: Any) -> str:
+    """JSON the way JavaScript's ``JSON.stringify`` writes it: no spaces, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _classify(block_type: str) -> BlockKind:
+    if block_type in BLOCK_KINDS:
+        return block_type  # type: ignore[return-value]
+    if block_type.endswith("_tool_result") or block_type == "mcp_tool_result":
+        return "server_tool_result"
+    if block_type == "mcp_tool_use":
+        return "server_tool_use"
+    return "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One content block. ``raw`` is the block exactly as recorded (treat it as read-only)."""
+
+    kind: BlockKind
+    raw: Mapping[str, Any]
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> Block:
+        if not isinstance(raw, Mapping):
+            return cls("unknown", {"type": None, "value": raw})
+        block_type = raw.get("type")
+        return cls(_classify(block_type) if isinstance(block_type, str) else "unknown", raw)
+
+    @classmethod
+    def text_block(cls, text: str) -> Block:
+        return cls("text", {"type": "text", "text": text})
+
+    @property
+    def type(self) -> str | None:
+        """The block's own ``type`` string (``server_tool_result`` kinds keep their precise type)."""
+        return self.raw.get("type")
+
+    @property
+    def text(self) -> str:
+        """Text of a text block, thinking of a thinking block, ``""`` otherwise."""
+        if self.kind == "text":
+            return _as_str(self.raw.get("text"))
+        if self.kind == "thinking":
+            return _as_str(self.raw.get("thinking"))
+        return ""
+
+    @property
+    def id(self) -> str | None:
+        """``id`` of a tool_use / server_tool_use block."""
+        value = self.raw.get("id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def tool_use_id(self) -> str | None:
+        """``tool_use_id`` of a tool_result (or server tool result) block."""
+        value = self.raw.get("tool_use_id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def name(self) -> str | None:
+        value = self.raw.get("name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def input(self) -> Any:
+        return self.raw.get("input")
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.raw.get("is_error"))
+
+    @property
+    def content(self) -> Any:
+        """``content`` of a tool_result: a string, a list of blocks, or None."""
+        return self.raw.get("content")
+
+    def result_text(self) -> str:
+        """All text inside a tool_result, string or array content, joined by newlines."""
+        content = self.content
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(
+                _as_str(part.get("text")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
+            )
+        return ""
+
+    def with_raw(self, **changes: Any) -> Block:
+        return Block(self.kind, {**self.raw, **changes})
+
+
+def _as_str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+RecordKind = str  # the transcript line's ``type``: user, assistant, system, progress, summary, …
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One transcript line (or one item of another format), with the fields compaction needs.
+
+    ``blocks`` is the message content as blocks. A user message recorded with *string* content has a
+    single text block and ``string_content=True``: the two Claude Code estimators treat string and array
+    content differently (docs §3.4 vs §6), so the distinction is kept.
+
+    ``line`` is the exact source text of the line (without its newline) and ``raw`` its parsed JSON;
+    ``modified`` is False only while the record is byte-for-byte what was loaded.
+    """
+
+    kind: RecordKind
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    role: str | None = None
+    blocks: tuple[Block, ...] = ()
+    string_content: bool = False
+    has_content: bool = False
+    usage: Mapping[str, Any] | None = None
+    timestamp: str | None = None
+    model: str | None = None
+    subtype: str | None = None
+    agent_id: str | None = None
+    is_sidechain: bool = False
+    is_meta: bool = False
+    is_compact_summary: bool = False
+    is_visible_in_transcript_only: bool = False
+    is_api_error: bool = False
+    stop_reason: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    line: str | None = field(default=None, compare=False, repr=False)
+    source: str | None = field(default=None, compare=False, repr=False)
+    line_no: int | None = None
+    modified: bool = False
+
+    # ------------------------------------------------------------------ derived views
+    @property
+    def is_message(self) -> bool:
+        """A user or assistant conversation message."""
+        return self.kind in ("user", "assistant")
+
+    @property
+    def is_compact_boundary(self) -> bool:
+        return self.kind == "system" and self.subtype == "compact_boundary"
+
+    def tool_uses(self) -> list[Block]:
+        return [b for b in self.blocks if b.kind == "tool_use"]
+
+    def tool_results(self) -> list[Block]:
+        return [b for b in self.blocks if b.kind == "tool_result"]
+
+    def tool_use_ids(self) -> list[str]:
+        return [b.id for b in self.blocks if b.kind == "tool_use" and b.id is not None]
+
+    def tool_result_ids(self) -> list[str]:
+        return [b.tool_use_id for b in self.blocks if b.kind == "tool_result" and b.tool_use_id is not None]
+
+    @property
+    def text(self) -> str:
+        """Concatenated text of the text blocks (newline separated)."""
+        return "\n".join(b.text for b in self.blocks if b.kind == "text")
+
+    @property
+    def has_text_blocks(self) -> bool:
+        """Claude Code's ``hasTextBlocks`` (docs §2.2)."""
+        if self.kind == "assistant":
+            return any(b.kind == "text" for b in self.blocks)
+        if self.kind == "user":
+            if self.string_content:
+                return bool(self.blocks and self.blocks[0].text)
+            return any(b.kind == "text" for b in self.blocks)
+        return False
+
+    @property
+    def compact_metadata(self) -> Mapping[str, Any]:
+        value = self.raw.get("compactMetadata")
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def content_key(self) -> str:
+        """A content hash of what an estimator reads: type, role and content (not uuids)."""
+        return _hash(f"{self.kind}\x00{self.role}\x00{self.string_content}\x00{self.content_json()}")
+
+    def content_json(self) -> str:
+        if self.string_content and self.blocks:
+            return canonical_json(self.blocks[0].text)
+        return canonical_json([dict(b.raw) for b in self.blocks])
+
+    def message_content(self) -> str | list[dict[str, Any]]:
+        """The content as the API sees it: a string or a list of block dicts."""
+        if self.string_content and self.blocks:
+            return self.blocks[0].text
+        return [dict(b.raw) for b in self.blocks]
+
+    # ------------------------------------------------------------------ derivation
+    def with_blocks(self, blocks: Iterable[Block], *, string_content: bool = False) -> Record:
+        """A modified copy with new content blocks (the raw line no longer applies)."""
+        return replace(self, blocks=tuple(blocks), string_content=string_content, has_content=True, modified=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as a transcript JSON object (the raw object, content replaced if modified)."""
+        if not self.modified:
+            return dict(self.raw)
+        out = dict(self.raw) if self.raw else {"type": self.kind, "uuid": self.uuid}
+        if self.kind in ("user", "assistant"):
+            message = dict(out.get("message") or {"role": self.role})
+            message["content"] = self.message_content()
+            out["message"] = message
+        return out
+
+    def to_line(self) -> str:
+        if not self.modified and self.line is not None:
+            return self.line
+        return canonical_json(self.to_json())
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A source line that could not become a Record, and why. ``data`` keeps its bytes for export."""
+
+    file: str
+    line: int
+    reason: str
+    data: bytes = field(default=b"", repr=False, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """The ordered records of one conversation plus what is known about where it came from.
+
+    ``id`` is unique within a corpus: the recorded ``sessionId`` for a main session, and
+    ``<parent sessionId>/agent-<agentId>`` for a sub-agent transcript (whose records carry the
+    parent's ``sessionId``). ``capabilities`` says what the format records (``message_ids``, ``usage``,
+    ``thinking``, …) so metrics can answer "not available" instead of inventing a value.
+    """
+
+    id: str
+    records: tuple[Record, ...]
+    source: str | None = None
+    format: str = "unknown"
+    session_id: str | None = None
+    parent_session_id: str | None = None
+    agent_id: str | None = None
+    models: tuple[str, ...] = ()
+    client_version: str | None = None
+    skipped: tuple[Skip, ...] = ()
+    lines: int = 0
+    trailing_newline: bool = True
+    capabilities: frozenset[str] = frozenset()
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.agent_id is not None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+    def conversation(self) -> list[Record]:
+        """The records on this session's own chain: main-thread records of a main session (older
+        Claude Code versions wrote sub-agent ``isSidechain`` lines into the main file), all of a
+        sub-agent transcript."""
+        return [r for r in self.records if r.is_sidechain == self.is_subagent]
+
+    def with_records(self, records: Iterable[Record]) -> Session:
+        return replace(self, records=tuple(records))
+
+    @property
+    def fingerprint(self) -> str:
+        """Content hash of the session's lines, stable across machines and paths."""
+        digest = hashlib.blake2b(digest_size=16)
+        for record in self.records:
+            digest.update(record.to_line().encode("utf-8", "surrogatepass"))
+            digest.update(b"\n")
+        return digest.hexdigest()
+
+
+class Corpus:
+    """A lazy, re-iterable collection of sessions (loading happens on iteration)."""
+
+    def __init__(self, factory: Callable[[], Iterable[Session]], *, description: str = "") -> None:
+        self._factory = factory
+        self.description = description
+
+    @classmethod
+    def of(cls, sessions: Iterable[Session]) -> Corpus:
+        items = tuple(sessions)
+        return cls(lambda: items, description=f"{len(items)} sessions")
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(self._factory())
+
+    def sessions(self) -> list[Session]:
+        return list(self)
+
+    def __repr__(self) -> str:
+        return f"Corpus({self.description!r})"
+
