@@ -77,7 +77,7 @@ def token_count_from_last_api_response(records: Sequence[Record]) -> int | None:
     return None
 
 
-def _anchor(records: Sequence[Record]) -> tuple[int, Mapping[str, Any]] | None:
+def _anchor(records: Sequence[Record], walk_siblings: bool = True) -> tuple[int, Mapping[str, Any]] | None:
     """Index of the first sibling of the last usage-bearing response, and that response's usage."""
     for i in range(len(records) - 1, -1, -1):
         usage = get_token_usage(records[i])
@@ -85,7 +85,7 @@ def _anchor(records: Sequence[Record]) -> tuple[int, Mapping[str, Any]] | None:
             continue
         response_id = records[i].message_id
         anchor = i
-        if response_id is not None:
+        if response_id is not None and walk_siblings:
             for j in range(i - 1, -1, -1):
                 prior = records[j]
                 prior_id = prior.message_id if prior.kind == "assistant" else None
@@ -98,7 +98,11 @@ def _anchor(records: Sequence[Record]) -> tuple[int, Mapping[str, Any]] | None:
 
 
 def token_count_with_estimation(
-    records: Sequence[Record], *, counts: Sequence[int] | None = None, estimator: Estimator = _ROUGH
+    records: Sequence[Record],
+    *,
+    counts: Sequence[int] | None = None,
+    estimator: Estimator = _ROUGH,
+    walk_siblings: bool = True,
 ) -> int:
     """``tokenCountWithEstimation``: last real usage + rough estimate of the records after its response.
 
@@ -106,8 +110,12 @@ def token_count_with_estimation(
     interleaved between split siblings are counted; the later siblings are counted by the estimate as
     well as by the usage, as in the reference (docs §6 step 2-3). ``counts`` are precomputed per-record
     rough counts aligned with ``records`` (saves recounting in a replay loop).
+
+    ``walk_siblings=False`` anchors at the last usage-bearing record itself. The v2.1.39 recordings in
+    the corpus match that variant exactly where the final usage was persisted (see the README's
+    calibration table); v2.1.88 (the reference) walks back.
     """
-    found = _anchor(records)
+    found = _anchor(records, walk_siblings)
 
     def rough(start: int) -> int:
         if counts is not None:

@@ -45,3 +45,15 @@ def export_session(session: Session, out_dir: Path, *, root: Path | None = None)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(session_bytes(session))
     return target
+
+
+def round_trips(session: Session) -> bool | None:
+    """Whether the session exports byte-identical to its source file; None where that is not promised
+    (formats whose export is not their source format, or sessions that do not own a whole file)."""
+    if session.format != "claude-code" or not session.source:
+        return None
+    try:
+        original = Path(session.source).read_bytes()
+    except OSError:
+        return None
+    return session_bytes(session) == original

@@ -241,7 +241,10 @@ class Record:
 
     @property
     def content_key(self) -> str:
-        """A content hash of what an estimator reads: type, role and content (not uuids)."""
+        """A content hash of the record: of its exact source line while unmodified (cheap: no
+        re-serialisation), else of kind, role and content."""
+        if not self.modified and self.line is not None:
+            return _hash(self.line)
         return _hash(f"{self.kind}\x00{self.role}\x00{self.string_content}\x00{self.content_json()}")
 
     def content_json(self) -> str:

@@ -1,0 +1,149 @@
+"""``workbench`` command line. Every command has ``--json`` for scripts; logic lives in the packages."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .transcript import LoadReport, Session, load_paths
+from .transcript.claude_code import KNOWN_TYPES
+from .transcript.export import export_session, round_trips
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+PathsArg = Annotated[list[Path], typer.Argument(help="Transcript files or folders.", show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+FormatOpt = Annotated[str | None, typer.Option("--format", help="Force a loader instead of auto-detection.")]
+
+
+def _emit(data: dict[str, Any], as_json: bool, human: str) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        typer.echo(human)
+
+
+def _load(paths: list[Path], fmt: str | None) -> tuple[list[Session], LoadReport]:
+    report = LoadReport()
+    sessions = list(load_paths(paths, format=fmt, report=report))
+    return sessions, report
+
+
+def _fail_if_nothing(sessions: list[Session], report: LoadReport) -> None:
+    for error in report.errors:
+        typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+    if not any(s.records for s in sessions):
+        typer.echo("error: no transcript records could be read", err=True)
+        raise typer.Exit(1)
+
+
+def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]:
+    """The ``workbench ingest`` summary (``lines == records + len(skipped)``)."""
+    by_kind: Counter[str] = Counter()
+    warnings = []
+    for session in sessions:
+        for record in session.records:
+            by_kind[record.kind] += 1
+            if session.format == "claude-code" and record.kind not in KNOWN_TYPES:
+                warnings.append(
+                    {"file": record.source, "line": record.line_no, "reason": f"unknown type {record.kind!r}, kept as is"}
+                )
+    checked = [s for s in sessions if round_trips(s) is not None]
+    different = [s.source for s in checked if not round_trips(s)]
+    return {
+        "files": len(report.files),
+        "lines": sum(s.lines for s in sessions),
+        "records": sum(len(s.records) for s in sessions),
+        "sessions": len(sessions),
+        "subagent_sessions": sum(s.is_subagent for s in sessions),
+        "skipped": [skip.as_dict() for s in sessions for skip in s.skipped],
+        "by_kind": dict(sorted(by_kind.items())),
+        "by_format": dict(Counter(s.format for s in sessions)),
+        "warnings": warnings,
+        "ignored": report.ignored,
+        "errors": report.errors,
+        "round_trip": {"checked": len(checked), "identical": len(checked) - len(different), "different": different},
+    }
+
+
+@app.command()
+def ingest(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
+    """Load transcripts and report every line: kept as a record or skipped with file, line and reason."""
+    sessions, report = _load(paths, fmt)
+    data = ingest_report(sessions, report)
+    lines = [
+        f"{data['files']} files, {data['sessions']} sessions ({data['subagent_sessions']} sub-agent), "
+        f"{data['lines']} lines -> {data['records']} records, {len(data['skipped'])} skipped",
+        "by kind: " + ", ".join(f"{k}={v}" for k, v in data["by_kind"].items()),
+        f"round trip: {data['round_trip']['identical']}/{data['round_trip']['checked']} files byte-identical",
+    ]
+    lines += [f"skipped {s['file']}:{s['line']}: {s['reason']}" for s in data["skipped"]]
+    lines += [f"warning {w['file']}:{w['line']}: {w['reason']}" for w in data["warnings"]]
+    lines += [f"ignored {i['file']}: {i['reason']}" for i in data["ignored"]]
+    _emit(data, as_json, "\n".join(lines))
+    _fail_if_nothing(sessions, report)
+
+
+@app.command()
+def tokens(
+    paths: PathsArg,
+    estimator: Annotated[
+        list[str] | None, typer.Option("--estimator", "-e", help="Estimator name (repeatable); default: all.")
+    ] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Calibrate the estimators against the context size recorded at every API call."""
+    from .tokens.calibration import boundary_table, calibration_frame, calibration_summary
+
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    try:
+        frame = calibration_frame(sessions, estimator)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    summary = calibration_summary(frame)
+    boundaries = boundary_table(sessions)
+    data = {
+        "sessions": len(sessions),
+        "estimators": summary.to_dict(orient="records"),
+        "boundaries": boundaries.to_dict(orient="records"),
+    }
+    human = summary.to_string(index=False)
+    if not boundaries.empty:
+        human += "\n\nrecorded compact boundaries (preTokens vs estimate just before):\n" + boundaries.to_string(index=False)
+    _emit(data, as_json, human)
+
+
+@app.command()
+def export(
+    paths: PathsArg,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Write sessions back to JSONL (unmodified Claude Code sessions are byte-identical)."""
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    written = []
+    for session in sessions:
+        root = next((p for p in paths if p.is_dir() and session.source and Path(session.source).is_relative_to(p)), None)
+        written.append(str(export_session(session, out, root=root)))
+    _emit({"written": written, "sessions": len(sessions)}, as_json, "\n".join(written))
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
