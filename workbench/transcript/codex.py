@@ -1,0 +1,236 @@
+"""OpenAI Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``).
+
+No real sample is in the corpus; this follows the documented rollout layout (codex-rs ``protocol``
+``RolloutLine``): each line is ``{"timestamp", "type", "payload"}`` with ``type`` one of
+``session_meta``, ``response_item``, ``event_msg``, ``turn_context``, ``compacted``. The older layout
+(first line the session meta ``{"id", "timestamp", "instructions"}``, then bare response items and
+``{"record_type": "state"}`` lines) is read too. Items are lines; each becomes one Record (``raw`` = the
+parsed line, ``line`` = its exact text, ``timestamp`` = the line's):
+
+* ``response_item`` ``message``: ``user`` → kind ``user``, ``assistant`` → ``assistant``, ``developer``/
+  ``system`` → ``system``; ``input_text``/``output_text`` parts → text blocks (other parts kept raw).
+* ``reasoning`` → ``assistant`` with a ``thinking`` block (the summary texts, or ``content`` texts when
+  recorded; ``encrypted_content`` stays in ``raw`` only).
+* ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` → ``assistant`` with a ``tool_use``
+  (id = ``call_id``; ``arguments`` parsed; a custom tool's free-form ``input`` string becomes
+  ``{"input": text}``; a local shell call's ``action`` is its input); ``web_search_call`` → a
+  ``server_tool_use`` block.
+* ``function_call_output`` / ``custom_tool_call_output`` → ``user`` with a ``tool_result``.
+* ``compacted`` → kind ``system``, ``subtype`` ``compact_boundary``, ``is_compact_summary``, the summary
+  as text. ``session_meta``, ``turn_context`` (its ``model`` is applied to following assistant records),
+  ``event_msg`` and ``state`` lines → metadata kinds of those names (``subtype`` = payload ``type``).
+* ``event_msg`` ``token_count``: its ``last_token_usage`` is the usage of the API call just made; it is
+  set (Anthropic keys: ``input_tokens`` = input − cached, ``cache_read_input_tokens`` = cached,
+  ``output_tokens``) on the latest assistant record before it.
+
+What the format lacks: message ids and uuids (positional ``<session>:<line>``); per-call usage only
+where ``token_count`` events were written; reasoning text is only a summary (or encrypted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .chat_jsonl import parse_arguments
+from .claude_code import split_lines
+from .model import Block, Record, Session, Skip
+from .registry import register
+
+__all__ = ["CodexRolloutLoader", "record_from_line"]
+
+FORMAT = "codex"
+META_TYPES = ("session_meta", "turn_context", "event_msg")
+
+
+class _LineError(ValueError):
+    pass
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _parts(content: Any) -> tuple[Block, ...]:
+    if isinstance(content, str):
+        return (Block.text_block(content),)
+    blocks = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, Mapping) and part.get("type") in ("input_text", "output_text", "text"):
+            blocks.append(Block.text_block(_str(part.get("text")) or ""))
+        else:
+            blocks.append(Block.from_raw(part))
+    return tuple(blocks)
+
+
+def _texts(items: Any) -> str:
+    return "\n".join(_str(i.get("text")) or "" for i in items or () if isinstance(i, Mapping))
+
+
+def _item(item: Mapping[str, Any], uuid: str) -> tuple[str, str | None, tuple[Block, ...], str | None]:
+    """(kind, role, blocks, subtype) of one response item."""
+    kind = item.get("type")
+    if kind == "message":
+        role = item.get("role")
+        if role not in ("user", "assistant", "developer", "system"):
+            raise _LineError(f"message with unknown role {role!r}")
+        return ("system" if role in ("developer", "system") else role), role, _parts(item.get("content")), None
+    if kind == "reasoning":
+        text = _texts(item.get("content")) or _texts(item.get("summary"))
+        return "assistant", "assistant", (Block("thinking", {"type": "thinking", "thinking": text}),), "reasoning"
+    call_id = _str(item.get("call_id")) or _str(item.get("id")) or f"{uuid}:call"
+    if kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        if kind == "function_call":
+            tool_input = parse_arguments(item.get("arguments"))
+        elif kind == "custom_tool_call":
+            tool_input = {"input": item.get("input")}
+        else:
+            action = item.get("action")
+            tool_input = dict(action) if isinstance(action, Mapping) else {}
+        name = _str(item.get("name")) or ("local_shell" if kind == "local_shell_call" else "")
+        block = Block("tool_use", {"type": "tool_use", "id": call_id, "name": name, "input": tool_input})
+        return "assistant", "assistant", (block,), kind
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        output = item.get("output")
+        if isinstance(output, Mapping):  # older rollouts: {"content": ..., "success": ...}
+            output = output.get("content")
+        block = {
+            "type": "tool_result",
+            "tool_use_id": call_id,
+            "content": output if isinstance(output, (str, list)) else json.dumps(output),
+        }
+        return "user", "user", (Block("tool_result", block),), kind
+    if kind == "web_search_call":
+        block = {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": item.get("action") or {}}
+        return "assistant", "assistant", (Block.from_raw(block),), kind
+    raise _LineError(f"unknown response item type {kind!r}")
+
+
+def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str | None) -> Record:
+    if not isinstance(obj, Mapping):
+        raise _LineError(f"expected an object, found {type(obj).__name__}")
+    uuid = f"{sid}:{line_no}"
+    line_type, payload = obj.get("type"), obj.get("payload")
+    timestamp = _str(obj.get("timestamp"))
+    common = {
+        "uuid": uuid,
+        "session_id": sid,
+        "timestamp": timestamp,
+        "raw": dict(obj),
+        "line": line,
+        "source": source,
+        "line_no": line_no,
+    }
+    if "payload" not in obj:  # older layout: bare items, the meta line, state lines
+        if obj.get("record_type") == "state":
+            return Record(kind="state", **common)
+        if "instructions" in obj or ("id" in obj and "type" not in obj):
+            return Record(kind="session_meta", **common)
+        line_type, payload = "response_item", obj
+    if not isinstance(payload, Mapping):
+        raise _LineError(f"{line_type!r} line without a payload object")
+    if line_type == "response_item":
+        kind, role, blocks, subtype = _item(payload, uuid)
+        return Record(kind=kind, role=role, blocks=blocks, has_content=True, subtype=subtype, **common)
+    if line_type == "compacted":
+        text = _str(payload.get("message")) or ""
+        return Record(
+            kind="system",
+            subtype="compact_boundary",
+            is_compact_summary=True,
+            blocks=(Block.text_block(text),),
+            string_content=True,
+            has_content=True,
+            **common,
+        )
+    if line_type in META_TYPES:
+        return Record(kind=line_type, subtype=_str(payload.get("type")), **common)
+    raise _LineError(f"unknown rollout line type {line_type!r}")
+
+
+def _usage(info: Any) -> dict[str, int] | None:
+    last = info.get("last_token_usage") if isinstance(info, Mapping) else None
+    if not isinstance(last, Mapping) or not isinstance(last.get("input_tokens"), int):
+        return None
+    cached = last.get("cached_input_tokens") if isinstance(last.get("cached_input_tokens"), int) else 0
+    out = {"input_tokens": last["input_tokens"] - cached, "cache_read_input_tokens": cached}
+    if isinstance(last.get("output_tokens"), int):
+        out["output_tokens"] = last["output_tokens"]
+    return out
+
+
+class CodexRolloutLoader:
+    """Codex CLI rollout JSONL: one Session per file (see the module docstring)."""
+
+    name = FORMAT
+    suffixes = (".jsonl",)
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        first = head.split(b"\n", 1)[0]
+        if path.name.startswith("rollout-") and first.lstrip().startswith(b"{"):
+            return True
+        return b'"payload"' in first and (b'"session_meta"' in first or b'"response_item"' in first)
+
+    def load(self, path: Path) -> list[Session]:
+        source = str(path)
+        lines, trailing = split_lines(path.read_bytes())
+        records: list[Record] = []
+        skipped: list[Skip] = []
+        model = session_id = version = None
+        for number, chunk in enumerate(lines, start=1):
+            try:
+                text = chunk.decode("utf-8")
+                if not text.strip():
+                    raise _LineError("blank line")
+                record = record_from_line(json.loads(text), sid=path.stem, line_no=number, source=source, line=text)
+            except UnicodeDecodeError as exc:
+                skipped.append(Skip(source, number, f"invalid UTF-8 at byte {exc.start}", chunk))
+                continue
+            except json.JSONDecodeError as exc:
+                skipped.append(Skip(source, number, f"invalid JSON: {exc.msg} at column {exc.colno}", chunk))
+                continue
+            except RecursionError:
+                skipped.append(Skip(source, number, "invalid JSON: nested too deeply", chunk))
+                continue
+            except _LineError as exc:
+                skipped.append(Skip(source, number, str(exc), chunk))
+                continue
+            payload = record.raw.get("payload", record.raw)
+            if record.kind == "turn_context" and isinstance(payload.get("model"), str):
+                model = payload["model"]
+            if record.kind == "session_meta":
+                session_id = session_id or _str(payload.get("id"))
+                version = version or _str(payload.get("cli_version"))
+            if record.kind == "assistant" and model:
+                record = replace(record, model=model)
+            if record.kind == "event_msg" and record.subtype == "token_count":
+                usage = _usage(payload.get("info"))
+                target = next((i for i in range(len(records) - 1, -1, -1) if records[i].kind == "assistant"), None)
+                if usage and target is not None and records[target].usage is None:
+                    records[target] = replace(records[target], usage=usage)
+            records.append(record)
+        caps = {"timestamps"} if any(r.timestamp for r in records) else set()
+        caps |= {"usage"} if any(r.usage for r in records) else set()
+        caps |= {"thinking"} if any(b.kind == "thinking" for r in records for b in r.blocks) else set()
+        caps |= {"compact_boundaries"} if any(r.subtype == "compact_boundary" for r in records) else set()
+        return [
+            Session(
+                id=session_id or path.stem,
+                records=tuple(records),
+                source=source,
+                format=FORMAT,
+                session_id=session_id,
+                models=tuple(dict.fromkeys(r.model for r in records if r.model)),
+                client_version=version,
+                skipped=tuple(skipped),
+                lines=len(lines),
+                trailing_newline=trailing,
+                capabilities=frozenset(caps),
+            )
+        ]
+
+
+register(CodexRolloutLoader())
