@@ -159,6 +159,11 @@ CODEX = [
         "type": "response_item",
         "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a and b"}]},
     },
+    {
+        "timestamp": "2025-09-01T10:04:30.000Z",
+        "type": "response_item",
+        "payload": {"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}},
+    },
     {"timestamp": "2025-09-01T10:05:00.000Z", "type": "compacted", "payload": {"message": "summary so far"}},
 ]
 
@@ -181,11 +186,13 @@ def test_codex_rollout(tmp_path: Path) -> None:
         "event_msg",
         "user",
         "assistant",
+        "response_item",
         "system",
     ]
     assert session.records[3].blocks[0].kind == "thinking"
     assert session.records[4].usage == {"input_tokens": 1000, "cache_read_input_tokens": 4000, "output_tokens": 50}
     assert session.records[4].tool_uses()[0].input == {"command": ["ls"]}
+    assert session.records[-2].subtype == "ghost_snapshot" and not session.records[-2].has_content
     assert session.records[-1].is_compact_boundary and session.records[-1].is_compact_summary
     assert {"timestamps", "usage", "thinking", "compact_boundaries"} <= session.capabilities
     (skip,) = session.skipped

@@ -18,7 +18,8 @@ parsed line, ``line`` = its exact text, ``timestamp`` = the line's):
 * ``function_call_output`` / ``custom_tool_call_output`` → ``user`` with a ``tool_result``.
 * ``compacted`` → kind ``system``, ``subtype`` ``compact_boundary``, ``is_compact_summary``, the summary
   as text. ``session_meta``, ``turn_context`` (its ``model`` is applied to following assistant records),
-  ``event_msg`` and ``state`` lines → metadata kinds of those names (``subtype`` = payload ``type``).
+  ``event_msg`` and ``state`` lines → metadata kinds of those names (``subtype`` = payload ``type``);
+  line or response-item types this loader does not know are kept the same way (no content), not skipped.
 * ``event_msg`` ``token_count``: its ``last_token_usage`` is the usage of the API call just made; it is
   set (Anthropic keys: ``input_tokens`` = input − cached, ``cache_read_input_tokens`` = cached,
   ``output_tokens``) on the latest assistant record before it.
@@ -43,7 +44,6 @@ from .registry import register
 __all__ = ["CodexRolloutLoader", "record_from_line"]
 
 FORMAT = "codex"
-META_TYPES = ("session_meta", "turn_context", "event_msg")
 
 
 class _LineError(ValueError):
@@ -106,7 +106,9 @@ def _item(item: Mapping[str, Any], uuid: str) -> tuple[str, str | None, tuple[Bl
     if kind == "web_search_call":
         block = {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": item.get("action") or {}}
         return "assistant", "assistant", (Block.from_raw(block),), kind
-    raise _LineError(f"unknown response item type {kind!r}")
+    if not isinstance(kind, str):
+        raise _LineError("response item without a 'type' string")
+    return "response_item", None, (), kind  # a type this loader does not know: kept raw, no content
 
 
 def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str | None) -> Record:
@@ -134,7 +136,8 @@ def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str
         raise _LineError(f"{line_type!r} line without a payload object")
     if line_type == "response_item":
         kind, role, blocks, subtype = _item(payload, uuid)
-        return Record(kind=kind, role=role, blocks=blocks, has_content=True, subtype=subtype, **common)
+        has_content = kind != "response_item"
+        return Record(kind=kind, role=role, blocks=blocks, has_content=has_content, subtype=subtype, **common)
     if line_type == "compacted":
         text = _str(payload.get("message")) or ""
         return Record(
@@ -146,9 +149,9 @@ def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str
             has_content=True,
             **common,
         )
-    if line_type in META_TYPES:
+    if isinstance(line_type, str) and line_type:  # event_msg, turn_context, session_meta, newer types
         return Record(kind=line_type, subtype=_str(payload.get("type")), **common)
-    raise _LineError(f"unknown rollout line type {line_type!r}")
+    raise _LineError("rollout line without a 'type' string")
 
 
 def _usage(info: Any) -> dict[str, int] | None:
