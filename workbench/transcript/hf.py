@@ -131,37 +131,21 @@ def _features() -> datasets.Features:
     return Features(spec)
 
 
+_RECORD_COLUMNS = ("kind", "role", "uuid", "message_id", "timestamp", "model", "subtype")
+
+
 def _rows(sessions: Iterable[Session]) -> Iterator[dict[str, Any]]:
     for s_index, session in enumerate(sessions):
         base = {"session_id": session.id, "session_index": s_index, "format": session.format, "source": session.source}
         head = _session_to_json(session)
-        if not session.records:
-            yield {
-                **base,
-                "record_index": -1,
-                "kind": None,
-                "role": None,
-                "uuid": None,
-                "message_id": None,
-                "timestamp": None,
-                "model": None,
-                "subtype": None,
-                "text": None,
-                "block_types": [],
-                "record_json": None,
-                "session_json": head,
-            }
+        if not session.records:  # a placeholder row keeps an all-skipped session
+            empty = dict.fromkeys((*_RECORD_COLUMNS, "text", "record_json"))
+            yield {**base, **empty, "record_index": -1, "block_types": [], "session_json": head}
         for r_index, record in enumerate(session.records):
             yield {
                 **base,
+                **{name: getattr(record, name) for name in _RECORD_COLUMNS},
                 "record_index": r_index,
-                "kind": record.kind,
-                "role": record.role,
-                "uuid": record.uuid,
-                "message_id": record.message_id,
-                "timestamp": record.timestamp,
-                "model": record.model,
-                "subtype": record.subtype,
                 "text": record.text,
                 "block_types": [str(b.type) for b in record.blocks],
                 "record_json": record_to_json(record),
