@@ -91,7 +91,10 @@ class AnthropicMessagesLoader:
         if first != b"{":
             return False
         line = head.split(b"\n", 1)[0]
-        return b'"messages"' in (line if path.suffix == ".jsonl" else head) and b'"role"' in head
+        sample = line if path.suffix == ".jsonl" else head
+        if b'"tool_calls"' in sample or b'"role": "tool"' in sample or b'"role":"tool"' in sample:
+            return False  # OpenAI chat format: the chat-jsonl loader's
+        return b'"messages"' in sample and b'"role"' in head
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
