@@ -138,6 +138,132 @@ def export(
     _emit({"written": written, "sessions": len(sessions)}, as_json, "\n".join(written))
 
 
+@app.command()
+def validate(
+    paths: PathsArg,
+    no_repair: Annotated[bool, typer.Option("--no-repair", help="Validate the normalized request without repair.")] = False,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Validate the request Claude Code would have sent before every recorded API call."""
+    from .api.study import validate_report
+
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    data = validate_report(sessions, repair=not no_repair)
+    human = f"{data['sessions']} sessions, {data['steps']} steps, {len(data['violations'])} violations, {data['repaired']} repaired"
+    human += "".join(f"\n{v['session_id']} step {v['step']}: {v['rule']} at {v['location']}: {v['message']}" for v in data["violations"])
+    _emit(data, as_json, human)
+
+
+@app.command()
+def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
+    """The naive-cut study: violation rates of cuts at every index and at keep-window cut points."""
+    from .api.study import invariants_report
+
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    data = invariants_report(sessions)
+    lines = []
+    for family in ("all_indices", "keep_window"):
+        for variant, row in data[family].items():
+            if isinstance(row, dict) and "rate" in row:
+                lines.append(f"{family:<12} {variant:<9} cuts={row['cuts']:<6} violating={row['violating']:<6} rate={row['rate']:.4f}")
+    _emit(data, as_json, "\n".join(lines))
+
+
+def _parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """``key=value`` pairs (dotted keys nest, values parsed as YAML scalars) into a config dict."""
+    import yaml
+
+    config: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--set expects key=value, got {item!r}")
+        node = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
+    return config
+
+
+@app.command("strategies")
+def list_strategies(as_json: JsonOpt = False) -> None:
+    """List the registered strategies with their config schema and defaults."""
+    from .strategies import strategies as registry
+
+    rows = [
+        {
+            "name": name,
+            "description": cls.description,
+            "unsafe": cls.unsafe,
+            "defaults": cls.Config().model_dump(mode="json"),
+            "schema": cls.Config.model_json_schema(),
+        }
+        for name, cls in sorted(registry().items())
+    ]
+    human = "\n".join(f"{r['name']:<24}{' (unsafe)' if r['unsafe'] else '':<10}{r['description']}" for r in rows)
+    _emit({"strategies": rows}, as_json, human)
+
+
+@app.command()
+def replay(
+    paths: PathsArg,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy name (see `workbench strategies`).")],
+    sets: Annotated[list[str] | None, typer.Option("--set", help="Config override key=value (dotted keys nest).")] = None,
+    estimator: Annotated[str, typer.Option(help="Per-record estimator for post-compaction accounting.")] = "claude-rough",
+    out: Annotated[Path | None, typer.Option("--out", help="Write steps.parquet and events.parquet here.")] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Replay sessions call by call through a compaction strategy."""
+    from pydantic import ValidationError
+
+    from .replay import replay_frames, replay_sessions
+    from .strategies import create
+
+    try:
+        instance = create(strategy, _parse_sets(sets))
+    except (ValueError, ValidationError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if estimator == "claude-context":
+        estimator = "claude-rough"  # claude-context = usage + claude-rough; accounting uses its rough part
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    results = replay_sessions(sessions, instance, estimator=estimator, progress=not as_json)
+    keys = ("kind", "trigger", "step", "after_message_id", "tokens_before", "tokens_after", "violations",
+            "violation_rules", "repaired", "fallbacks", "keep_start", "naive_start")
+    data = {
+        "strategy": instance.name,
+        "config": instance.config.model_dump(mode="json"),
+        "sessions": [
+            {
+                "session_id": r.session_id,
+                "file": r.source,
+                "steps": len(r.steps),
+                "peak_context_tokens": r.peak_context_tokens,
+                "events": [{k: e.get(k) for k in keys} for e in r.events],
+            }
+            for r in results
+        ],
+    }
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        steps, events = replay_frames(results)
+        steps.to_parquet(out / "steps.parquet", index=False)
+        events.to_parquet(out / "events.parquet", index=False)
+        data["out"] = str(out)
+    lines = [
+        f"{s['session_id'][:44]:<46}{s['steps']:>6} steps  peak {s['peak_context_tokens']:>8}  "
+        + (", ".join(f"{e['kind']}@{e['step']}({e['tokens_before']}->{e['tokens_after']})" for e in s["events"]) or "-")
+        for s in data["sessions"]
+    ]
+    _emit(data, as_json, "\n".join(lines))
+
+
 def main() -> None:
     try:
         app()

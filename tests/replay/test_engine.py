@@ -1,0 +1,37 @@
+"""The replay engine on hand-made sessions: steps, token accounting, in-place rewrites."""
+
+from __future__ import annotations
+
+from synthetic import make_session
+
+from workbench.replay import replay_frames, replay_session
+from workbench.tokens.context import token_count_with_estimation
+from workbench.transcript.steps import api_calls
+from workbench.strategies import create
+
+
+def test_none_reports_one_step_per_api_call_and_recorded_sizes() -> None:
+    session = make_session(turns=3, tools=2)
+    result = replay_session(session, create("none"))
+    assert len(result.steps) == 3 * (2 + 1)
+    assert result.events == []
+    assert all(row["token_source"] == "recorded" and row["violations"] == 0 for row in result.steps)
+    assert all(row["context_tokens"] == row["tokens_without_compaction"] for row in result.steps)
+    # before divergence the engine's O(1) size is exactly Claude Code's tokenCountWithEstimation
+    records = list(session.records)
+    for row, call in zip(result.steps, api_calls(records), strict=True):
+        assert row["context_tokens"] == token_count_with_estimation(records[: call.first])
+
+
+def test_truncation_rewrites_in_place_and_estimates_the_saving() -> None:
+    session = make_session(turns=4, tools=3, result_chars=8_000)
+    strategy = create("microcompact-truncate", {"context_window": 40_000, "pct_of_window": 50, "keep_recent": 2})
+    result = replay_session(session, strategy)
+    steps, events = replay_frames([result])
+    assert len(events) >= 1 and set(events["kind"]) == {"microcompact-truncate"}
+    first = events.iloc[0]
+    assert first["tokens_after"] < first["tokens_before"]
+    assert (steps["violations"] == 0).all()
+    after = steps[steps["step"] >= first["step"]]
+    assert (after["token_source"] == "estimated").all()
+    assert (after["context_tokens"] < after["tokens_without_compaction"]).all()

@@ -1,0 +1,31 @@
+"""Replay many sessions and turn the results into tidy frames (one row per step / per event)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..strategies.base import Strategy
+from ..transcript.model import Session
+from .engine import ReplayResult, replay_session
+
+__all__ = ["replay_frames", "replay_sessions"]
+
+
+def replay_sessions(
+    sessions: Iterable[Session], strategy: Strategy, *, estimator: str = "claude-rough", progress: bool = False
+) -> list[ReplayResult]:
+    """One `ReplayResult` per session; each session gets fresh strategy state."""
+    items = list(sessions)
+    iterator = tqdm(items, desc=f"replay {strategy.name}", unit="session", disable=not progress)
+    return [replay_session(session, strategy, estimator=estimator) for session in iterator]
+
+
+def replay_frames(results: Iterable[ReplayResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(steps, events)`` DataFrames."""
+    results = list(results)
+    steps = pd.DataFrame([row for r in results for row in r.steps])
+    events = pd.DataFrame([row for r in results for row in r.events])
+    return steps, events

@@ -1,0 +1,39 @@
+"""The request check the engine runs on a strategy's context: normalize, validate, count repairs.
+
+Violations are counted on the request as the strategy built it (normalized, before any repair), since
+that is what a strategy is responsible for; what Claude Code's pairing repair would have changed is
+counted separately as ``repaired`` (each repair is information silently lost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..api.normalize import normalize
+from ..api.repair import repair
+from ..api.validate import Violation, validate
+from ..transcript.model import Record
+
+__all__ = ["RequestCheck", "check_request"]
+
+
+@dataclass(frozen=True)
+class RequestCheck:
+    violations: tuple[Violation, ...]
+    repaired: int
+
+
+def check_request(
+    context: Sequence[Record], *, thinking: bool = False, original_thinking: Mapping[str, Any] | None = None
+) -> RequestCheck:
+    """Normalize ``context`` (from its last compact boundary) and validate it; count what repair changes.
+
+    ``thinking``: whether the call being made has thinking on (its recorded response has thinking).
+    """
+    start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
+    request = normalize(context[start:])
+    violations = tuple(validate(request, thinking=thinking, original_thinking=original_thinking))
+    _, repairs = repair(request)
+    return RequestCheck(violations, len(repairs))

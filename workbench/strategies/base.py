@@ -1,0 +1,104 @@
+"""The strategy interface: a frozen validated config plus pure decisions over a context view.
+
+A strategy never does I/O and never mutates what it is given. The replay engine asks it, before each
+API call, whether and how to compact (`Strategy.compact`), and tells it after each recorded response
+(`Strategy.observe`) so it can keep its own state (e.g. the session-memory extraction trigger). State is
+a strategy-owned object created by `Strategy.new_state`; the engine keeps one per replayed session, so
+a sub-agent transcript never shares state with its parent (docs §1.2 module state is per process; the
+article's fix scopes it per agent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..transcript.model import Record
+
+__all__ = ["Compaction", "ContextView", "Strategy", "StrategyConfig"]
+
+
+class StrategyConfig(BaseModel):
+    """Base for every strategy config: frozen, unknown keys rejected, values validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+@dataclass(frozen=True)
+class ContextView:
+    """What the agent would send before one API call, as the engine sees it.
+
+    ``records`` is the current (possibly already compacted) context; ``tokens`` the engine's estimate of
+    its size (``claude-context`` semantics, see `workbench.replay`); ``padded``/``rough`` per-record
+    counts aligned with ``records``.
+    """
+
+    records: tuple[Record, ...]
+    tokens: int
+    rough: tuple[int, ...]
+    padded: tuple[int, ...]
+    step: int
+    timestamp: str | None = None
+    model: str | None = None
+    is_subagent: bool = False
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """One compaction decision: the new context and what it cost.
+
+    ``start``/``naive_start`` are indices into the context the strategy was given: records
+    ``[start, len)`` were kept verbatim (``naive_start`` is where the strategy's window alone would
+    have cut, before any API-invariant adjustment). ``added`` are the records the compaction created
+    (boundary, summary, …) and ``records`` the full new context.
+    """
+
+    kind: str
+    trigger: str
+    records: tuple[Record, ...]
+    dropped: tuple[str | None, ...]
+    added: tuple[Record, ...] = ()
+    start: int | None = None
+    naive_start: int | None = None
+    summary: str | None = None
+    fallbacks: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Strategy:
+    """Base class. Subclasses set ``name``, ``description``, ``Config`` and implement `compact`."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    unsafe: ClassVar[bool] = False
+    #: Which compaction kinds this strategy can emit; the replay engine keeps its records intact.
+    strips_recorded: ClassVar[bool] = True
+    Config: ClassVar[type[StrategyConfig]] = StrategyConfig
+
+    def __init__(self, config: StrategyConfig | dict[str, Any] | None = None) -> None:
+        if config is None:
+            config = self.Config()
+        elif isinstance(config, dict):
+            config = self.Config(**config)
+        elif not isinstance(config, self.Config):
+            raise TypeError(f"{self.name} expects a {self.Config.__name__}, got {type(config).__name__}")
+        self.config = config
+
+    def new_state(self) -> Any:
+        return None
+
+    def observe(self, view: ContextView, state: Any) -> None:
+        """Called after each recorded response has been appended (post-sampling hook position)."""
+
+    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+
+def dropped_uuids(records: Sequence[Record]) -> tuple[str | None, ...]:
+    return tuple(r.uuid for r in records)

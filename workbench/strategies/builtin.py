@@ -1,0 +1,3 @@
+"""Imports every built-in strategy module so each registers itself."""
+
+from . import baseline, claude_code, full_compact, microcompact, sm_compact  # noqa: F401

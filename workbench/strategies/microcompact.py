@@ -1,0 +1,203 @@
+"""Tool-output clearing that keeps the conversation shape: Claude Code's time-based microcompact
+(docs §3.3), the source article's truncation variant, and the tool-result size budget (docs §3.7).
+
+All three rewrite ``tool_result`` contents in place (same ids, same pairing), so they never break an
+API invariant; they only change how much of an old output the model still sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from ..tokens.js import js_len
+from ..transcript.model import Block, Record
+from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .registry import register
+
+__all__ = [
+    "COMPACTABLE_TOOLS",
+    "TOOL_RESULT_CLEARED_MESSAGE",
+    "Microcompact",
+    "MicrocompactTruncate",
+    "ToolResultBudgetConfig",
+    "TimeBasedConfig",
+    "TruncateConfig",
+    "apply_tool_result_budget",
+    "time_based_microcompact",
+    "truncate_old_outputs",
+]
+
+COMPACTABLE_TOOLS = frozenset({"Read", "Bash", "PowerShell", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write"})
+TOOL_RESULT_CLEARED_MESSAGE = "[Old tool result content cleared]"
+
+
+class TimeBasedConfig(StrategyConfig):
+    """``tengu_slate_heron`` defaults (docs §3.3); the reference ships it disabled."""
+
+    enabled: bool = False
+    gap_threshold_minutes: float = Field(60, gt=0)
+    keep_recent: int = Field(5, ge=0)
+    compactable_tools: frozenset[str] = COMPACTABLE_TOOLS
+
+
+class TruncateConfig(StrategyConfig):
+    """The source article's variant: at ~60% of the window cut old outputs to their first 2,000 chars."""
+
+    context_window: int = Field(200_000, gt=0)
+    pct_of_window: float = Field(60, gt=0, le=100)
+    keep_chars: int = Field(2_000, gt=0)
+    keep_recent: int = Field(5, ge=0)
+    compactable_tools: frozenset[str] = COMPACTABLE_TOOLS
+
+
+class ToolResultBudgetConfig(StrategyConfig):
+    """``DEFAULT_MAX_RESULT_SIZE_CHARS`` / ``MAX_TOOL_RESULTS_PER_MESSAGE_CHARS`` (docs §3.7)."""
+
+    enabled: bool = True
+    max_result_chars: int = Field(50_000, gt=0)
+    max_message_chars: int = Field(200_000, gt=0)
+    preview_bytes: int = Field(2_000, gt=0)
+
+
+def _minutes_between(earlier: str | None, later: str | None) -> float | None:
+    if not earlier or not later:
+        return None
+    try:
+        a = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(later.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (b - a).total_seconds() / 60
+
+
+def _compactable_ids(records: Sequence[Record], tools: frozenset[str]) -> list[str]:
+    return [b.id for r in records if r.kind == "assistant" for b in r.tool_uses() if b.name in tools and b.id]
+
+
+def _rewrite(records: Sequence[Record], ids: set[str], new_content: Any) -> tuple[list[Record], int]:
+    """Replace the content of the tool_results in ``ids``; ``new_content(block)`` gives the new content
+    or None to leave the block alone. Returns the records and how many blocks changed."""
+    out, changed = [], 0
+    for record in records:
+        if record.kind != "user" or not any(b.tool_use_id in ids for b in record.tool_results()):
+            out.append(record)
+            continue
+        blocks = []
+        for block in record.blocks:
+            content = new_content(block) if block.kind == "tool_result" and block.tool_use_id in ids else None
+            if content is None:
+                blocks.append(block)
+            else:
+                blocks.append(Block(block.kind, {**block.raw, "content": content}))
+                changed += 1
+        out.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
+    return out, changed
+
+
+def time_based_microcompact(view: ContextView, config: TimeBasedConfig) -> Compaction | None:
+    records = list(view.records)
+    last_assistant = next((r for r in reversed(records) if r.kind == "assistant"), None)
+    if not config.enabled or view.is_subagent or last_assistant is None:
+        return None
+    gap = _minutes_between(last_assistant.timestamp, view.timestamp)
+    if gap is None or gap < config.gap_threshold_minutes:
+        return None
+    ids = _compactable_ids(records, config.compactable_tools)
+    clear = set(ids[: max(0, len(ids) - max(1, config.keep_recent))])
+
+    def cleared(block: Block) -> str | None:
+        return None if block.content == TOOL_RESULT_CLEARED_MESSAGE else TOOL_RESULT_CLEARED_MESSAGE
+
+    new, changed = _rewrite(records, clear, cleared)
+    if not changed:
+        return None
+    return _in_place("microcompact", "time", records, new, {"cleared": changed, "gap_minutes": gap})
+
+
+def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compaction | None:
+    if view.tokens < config.context_window * config.pct_of_window / 100:
+        return None
+    records = list(view.records)
+    ids = _compactable_ids(records, config.compactable_tools)
+    old = set(ids[: max(0, len(ids) - config.keep_recent)])
+
+    def truncated(block: Block) -> str | None:
+        text = block.result_text()
+        if js_len(text) <= config.keep_chars or "...truncated, showing first" in text:
+            return None
+        return f"{text[: config.keep_chars]}\n...truncated, showing first {config.keep_chars} of {len(text)} chars"
+
+    new, changed = _rewrite(records, old, truncated)
+    if not changed:
+        return None
+    return _in_place("microcompact-truncate", "pct", records, new, {"truncated": changed})
+
+
+def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig) -> Compaction | None:
+    """Large results become a ``<persisted-output>`` preview (docs §3.7)."""
+    if not config.enabled:
+        return None
+    records = list(view.records)
+    too_big: set[str] = set()
+    for record in records:
+        results = sorted(record.tool_results(), key=lambda b: -js_len(b.result_text()))
+        total = sum(js_len(b.result_text()) for b in results)
+        for block in results:
+            size = js_len(block.result_text())
+            if block.tool_use_id and "<persisted-output>" not in block.result_text() and (
+                size > config.max_result_chars or total > config.max_message_chars
+            ):
+                too_big.add(block.tool_use_id)
+                total -= size
+
+    def preview(block: Block) -> str | None:
+        text = block.result_text()
+        head = text.encode("utf-8")[: config.preview_bytes].decode("utf-8", "ignore")
+        more = "\n..." if len(head) < len(text) else ""
+        return (
+            f"<persisted-output>\nOutput too large ({len(text)} chars). Full output saved to: "
+            f"tool-results/{block.tool_use_id}.txt\n\nPreview (first 2KB):\n{head}{more}\n</persisted-output>"
+        )
+
+    new, changed = _rewrite(records, too_big, preview)
+    if not changed:
+        return None
+    return _in_place("tool-result-budget", "size", records, new, {"persisted": changed})
+
+
+def _in_place(kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]) -> Compaction:
+    new_ids = {id(r) for r in new}
+    old_ids = {id(r) for r in old}
+    return Compaction(
+        kind=kind,
+        trigger=trigger,
+        records=tuple(new),
+        dropped=tuple(r.uuid for r in old if id(r) not in new_ids),
+        added=tuple(r for r in new if id(r) not in old_ids),
+        start=None,
+        details=details,
+    )
+
+
+@register
+class Microcompact(Strategy):
+    name = "microcompact"
+    description = "Claude Code time-based microcompact: after a 60-min gap clear all but the last 5 tool results."
+    Config = TimeBasedConfig
+
+    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+        return time_based_microcompact(view, self.config)
+
+
+@register
+class MicrocompactTruncate(Strategy):
+    name = "microcompact-truncate"
+    description = "The article's microcompact: at 60% of the window cut old tool outputs to 2,000 chars."
+    Config = TruncateConfig
+
+    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+        return truncate_old_outputs(view, self.config)

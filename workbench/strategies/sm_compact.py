@@ -1,0 +1,179 @@
+"""Session-memory compaction (``trySessionMemoryCompaction``, docs §2) and its naive variant.
+
+Before each API call the engine lets the strategy observe the context: the extraction trigger
+(``shouldExtractMemory``, docs §1.3) decides whether the session memory is (re)written by the memory
+extractor (offline deterministic by default) and moves ``lastSummarizedMessageId`` only after a turn
+without tool calls. When the auto-compact threshold is crossed:
+
+1. no memory yet, or template-only memory → fall back to full compaction;
+2. ``lastSummarizedMessageId`` set but not in the context → fall back; unset (resumed) → index
+   ``len - 1`` and expand backward (docs §2.6 step 4);
+3. keep window = ``calculateMessagesToKeepIndex`` (minTokens 10k, minTextBlockMessages 5, maxTokens 40k,
+   floor = last boundary + 1) then ``adjustIndexToPreserveAPIInvariants`` (``sm-compact``), or the raw
+   window without the adjustment (``sm-compact-naive``, unsafe: the article's ~2.79% failure mode);
+4. post-compact size (``estimateMessageTokens`` of the new context: the string-content summary counts 0,
+   docs §2.6 step 8) ≥ threshold → fall back to full compaction;
+5. ``lastSummarizedMessageId`` is reset; memory and ``tokensAtLastExtraction`` are kept (docs §1.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from ..transcript.model import Record
+from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .full_compact import FullCompactConfig, full_compaction
+from .records import compact_boundary, summary_message
+from .registry import register
+from .triggers import AutoCompactTrigger
+
+__all__ = ["SMCompact", "SMCompactConfig", "SMCompactNaive", "SMState", "sm_compaction"]
+
+
+class SMCompactConfig(StrategyConfig):
+    trigger: AutoCompactTrigger = AutoCompactTrigger()
+    min_tokens: int = Field(10_000, ge=0, description="minTokens")
+    min_text_block_messages: int = Field(5, ge=0, description="minTextBlockMessages")
+    max_tokens: int = Field(40_000, gt=0, description="maxTokens")
+    minimum_message_tokens_to_init: int = Field(10_000, ge=0)
+    minimum_tokens_between_update: int = Field(5_000, ge=0)
+    tool_calls_between_updates: int = Field(3, ge=0)
+    extractor: str = "offline"
+    full_compact: FullCompactConfig = FullCompactConfig()
+
+    @model_validator(mode="after")
+    def _window_order(self) -> SMCompactConfig:
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({self.max_tokens})")
+        return self
+
+
+@dataclass
+class SMState:
+    """Per-session module state (docs §1.2): trigger bookkeeping and the current memory."""
+
+    trigger: Any
+    memory: Any = None
+    extractions: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _memory_api() -> Any:
+    from ..memory import extractor, template, trigger
+
+    return extractor, template, trigger
+
+
+def new_sm_state(config: SMCompactConfig) -> SMState:
+    from ..memory.trigger import ExtractionTrigger, TriggerConfig
+
+    trigger_config = TriggerConfig(
+        minimum_message_tokens_to_init=config.minimum_message_tokens_to_init,
+        minimum_tokens_between_update=config.minimum_tokens_between_update,
+        tool_calls_between_updates=config.tool_calls_between_updates,
+    )
+    return SMState(trigger=ExtractionTrigger(trigger_config))
+
+
+def observe_sm(view: ContextView, state: SMState) -> None:
+    """The post-sampling hook: maybe extract memory from the context as it is now."""
+    extractor, _, _ = _memory_api()
+    records = list(view.records)
+    if not records or view.is_subagent:
+        return  # the hook runs only for the main REPL thread (docs §1.3)
+    if state.trigger.observe(records, tokens=view.tokens).extracted:
+        state.memory = extractor.OfflineExtractor().extract(records, state.memory)
+        state.extractions += 1
+        state.history.append({"step": view.step, "memory": state.memory})
+
+
+def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *, adjust: bool) -> Compaction:
+    """``trySessionMemoryCompaction`` with its fallbacks to full compaction (docs §2.6, §10)."""
+    from ..strategies.keep_window import keep_window
+    from ..summarize.prompt import compact_user_summary_message
+
+    _, template, _ = _memory_api()
+    records = list(view.records)
+
+    def fallback(reason: str) -> Compaction:
+        return full_compaction(view, config.full_compact, trigger="auto", fallbacks=(reason,))
+
+    if state.memory is None:
+        return fallback("no session memory")
+    content = state.memory.render() if hasattr(state.memory, "render") else str(state.memory)
+    if template.is_session_memory_empty(content):
+        return fallback("session memory is the empty template")
+    last_id = state.trigger.last_summarized_message_id
+    if last_id is None:
+        last_index = len(records) - 1
+    else:
+        last_index = next((i for i, r in enumerate(records) if r.uuid == last_id), -2)
+        if last_index == -2:
+            return fallback("lastSummarizedMessageId not found")
+    window = keep_window(
+        records,
+        last_index,
+        min_tokens=config.min_tokens,
+        min_text_block_messages=config.min_text_block_messages,
+        max_tokens=config.max_tokens,
+        counts=view.padded,
+    )
+    start = window.start if adjust else window.naive_start
+    kept = [r for r in records[start:] if not r.is_compact_boundary]
+    truncated, was_truncated = template.truncate_session_memory_for_compact(content)
+    text = compact_user_summary_message(truncated, True, None, True)
+    if was_truncated:
+        text += "\n\nSome session memory sections were truncated for length. The full session memory can be viewed at: session-memory/summary.md"
+    boundary = compact_boundary("auto", view.tokens, records[-1] if records else None)
+    summary = summary_message(text, boundary)
+    padded = dict(zip((id(r) for r in records), view.padded, strict=True))
+    post_tokens = sum(padded.get(id(r), 0) for r in kept)  # boundary and string summary count 0
+    if post_tokens >= config.trigger.threshold:
+        return fallback("post-compact estimate above the auto-compact threshold")
+    state.trigger.after_compaction()
+    dropped = tuple(r.uuid for r in records[:start])
+    return Compaction(
+        kind="sm-compact" if adjust else "sm-compact-naive",
+        trigger="auto",
+        records=(boundary, summary, *kept),
+        dropped=dropped,
+        added=(boundary, summary),
+        start=start,
+        naive_start=window.naive_start,
+        summary=text,
+        details={"post_compact_tokens": post_tokens, "last_summarized_index": last_index},
+    )
+
+
+@register
+class SMCompact(Strategy):
+    name = "sm-compact"
+    description = "Claude Code session-memory compaction: memory note + recent window, API-invariant adjusted."
+    Config = SMCompactConfig
+    adjust = True
+
+    def new_state(self) -> SMState:
+        return new_sm_state(self.config)
+
+    def observe(self, view: ContextView, state: SMState) -> None:
+        observe_sm(view, state)
+
+    def compact(self, view: ContextView, state: SMState) -> Compaction | None:
+        if not self.config.trigger.is_above_threshold(view.tokens):
+            return None
+        return sm_compaction(view, state, self.config, adjust=self.adjust)
+
+
+@register
+class SMCompactNaive(SMCompact):
+    name = "sm-compact-naive"
+    description = "Session-memory compaction without adjustIndexToPreserveAPIInvariants (pre-fix baseline)."
+    unsafe = True
+    adjust = False
+
+
+def kept_records(compaction: Compaction) -> list[Record]:
+    return list(compaction.records[len(compaction.added) :])
