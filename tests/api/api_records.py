@@ -22,7 +22,9 @@ def user(*blocks: dict[str, Any] | str, uuid: str | None = None, **fields: Any) 
     else:
         parsed = tuple(Block.from_raw(b if isinstance(b, dict) else text(b)) for b in blocks)
         string = False
-    return Record("user", uuid=uuid or _uuid("u"), role="user", blocks=parsed, string_content=string, has_content=True, **fields)
+    return Record(
+        "user", uuid=uuid or _uuid("u"), role="user", blocks=parsed, string_content=string, has_content=True, **fields
+    )
 
 
 def assistant(msg_id: str, *blocks: dict[str, Any], uuid: str | None = None, **fields: Any) -> Record:
@@ -39,7 +41,9 @@ def assistant(msg_id: str, *blocks: dict[str, Any], uuid: str | None = None, **f
 
 
 def system(subtype: str, content: str = "", **fields: Any) -> Record:
-    return Record("system", uuid=_uuid("s"), subtype=subtype, blocks=(Block.text_block(content),), string_content=True, **fields)
+    return Record(
+        "system", uuid=_uuid("s"), subtype=subtype, blocks=(Block.text_block(content),), string_content=True, **fields
+    )
 
 
 def text(value: str) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def _units(sessions: Sequence[Session]) -> list[list[Record]]:
     for session in sessions:
         records = session.conversation()
         calls = api_calls(records)
-        for call, nxt in zip(calls, [*calls[1:], None]):
+        for call, nxt in zip(calls, [*calls[1:], None], strict=True):
             end = nxt.first if nxt is not None else len(records)
             unit = [r for r in records[call.first : end] if r.kind in ("user", "assistant")]
             if validate(normalize([user("start"), *unit])) == []:

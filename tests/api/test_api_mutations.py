@@ -49,14 +49,24 @@ def test_dropping_a_tool_use_record_orphans_its_result(main_sessions: list[Sessi
         for records, call, start in steps(session):
             window = records[start : call.first]
             results = {i for r in window if r.kind == "user" for i in r.tool_result_ids()}
-            target = next((k for k in range(len(window) - 1, -1, -1) if _single(window[k], "tool_use") and window[k].tool_use_ids()[0] in results), None)
+            target = next(
+                (
+                    k
+                    for k in range(len(window) - 1, -1, -1)
+                    if _single(window[k], "tool_use") and window[k].tool_use_ids()[0] in results
+                ),
+                None,
+            )
             if target is None or done >= SITES:
                 continue
             use_id = window[target].tool_use_ids()[0]
             violations = validate(normalize(window[:target] + window[target + 1 :]))
             assert [v.rule for v in violations] == ["tool_result_without_tool_use"]
             v = violations[0]
-            assert v.message == f"{v.location}: unexpected `tool_use_id` found in `tool_result` blocks: {use_id}. {PAIRING}"
+            assert (
+                v.message
+                == f"{v.location}: unexpected `tool_use_id` found in `tool_result` blocks: {use_id}. {PAIRING}"
+            )
             done += 1
         found += done
     _check_sites(found)
@@ -121,7 +131,11 @@ def _final_loop_thinking_sites(records: Sequence[Record], call: ApiCall, start: 
     """Indices of the thinking records of the response that opens the request's final tool loop."""
     request = normalize(records[start : call.first])
     messages = request.messages
-    if not messages or messages[-1].role != "user" or not all(b.get("type") == "tool_result" for b in messages[-1].content):
+    if (
+        not messages
+        or messages[-1].role != "user"
+        or not all(b.get("type") == "tool_result" for b in messages[-1].content)
+    ):
         return None
     n = len(messages) - 2
     while n - 2 >= 0 and all(b.get("type") == "tool_result" for b in messages[n - 1].content):
@@ -146,7 +160,9 @@ def test_dropping_the_thinking_of_the_final_tool_loop_turn(main_sessions: list[S
             v = violations[0]
             assert v.location.endswith(".type")
             found_type = v.message.split("but found `")[1].split("`")[0]
-            assert v.message.startswith(f"{v.location}: Expected `thinking` or `redacted_thinking`, but found `{found_type}`.")
+            assert v.message.startswith(
+                f"{v.location}: Expected `thinking` or `redacted_thinking`, but found `{found_type}`."
+            )
             assert found_type in {"text", "tool_use"}
             done += 1
         found += done
@@ -157,7 +173,7 @@ def test_cut_inside_a_split_response(main_sessions: list[Session]) -> None:
     """Cutting between split siblings orphans results (or loses thinking); the adjustment repairs it."""
     found = 0
     for session in main_sessions:
-        for records, call, start in steps(session):
+        for records, call, _start_index in steps(session):
             siblings = list(call.indices)
             uses = [k for k in siblings if _single(records[k], "tool_use")]
             end = next((c.first for c in api_calls(records) if c.first > call.last), None)
@@ -221,4 +237,3 @@ def test_blanking_a_text_block(main_sessions: list[Session], kind: str, value: s
         assert any(window[target].uuid in v.record_uuids for v in violations)
         found += 1
     _check_sites(found)
-

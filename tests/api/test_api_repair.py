@@ -22,7 +22,9 @@ def test_orphaned_leading_result_becomes_placeholder_text() -> None:
 
 
 def test_missing_result_is_synthesized_and_unexpected_removed() -> None:
-    request = normalize([user("q"), assistant("X", tool_use("a"), tool_use("b")), user(tool_result("a"), tool_result("zz"))])
+    request = normalize(
+        [user("q"), assistant("X", tool_use("a"), tool_use("b")), user(tool_result("a"), tool_result("zz"))]
+    )
     fixed, repairs = repair(request)
     assert sorted(r.kind for r in repairs) == ["synthetic_tool_result", "unexpected_tool_result"]
     first = fixed.messages[2].content[0]

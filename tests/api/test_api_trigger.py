@@ -33,7 +33,12 @@ def test_tool_loop_needs_three_tool_calls_and_does_not_move_last_summarized() ->
     messages = [user("q"), assistant("X", tool_use("a"))]
     assert not trigger.observe(messages, tokens=12_000).extracted
     assert trigger.initialized
-    messages += [user(tool_result("a")), assistant("Y", tool_use("b")), user(tool_result("b")), assistant("Z", tool_use("c"))]
+    messages += [
+        user(tool_result("a")),
+        assistant("Y", tool_use("b")),
+        user(tool_result("b")),
+        assistant("Z", tool_use("c")),
+    ]
     result = trigger.observe(messages, tokens=12_000)
     assert result.extracted and result.last_summarized_message_id is None
     assert trigger.last_memory_message_uuid == messages[-1].uuid

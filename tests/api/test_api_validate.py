@@ -38,13 +38,25 @@ def test_tool_use_without_tool_result_wording_names_every_id() -> None:
 
 
 def test_duplicate_tool_use_id_wording() -> None:
-    records = [user("q"), assistant("X", tool_use("a")), user(tool_result("a")), assistant("Y", text("x"), tool_use("a")), user(tool_result("a"))]
+    records = [
+        user("q"),
+        assistant("X", tool_use("a")),
+        user(tool_result("a")),
+        assistant("Y", text("x"), tool_use("a")),
+        user(tool_result("a")),
+    ]
     (v,) = validate(normalize(records))
     assert (v.rule, v.message) == ("duplicate_tool_use_id", "messages.3.content.1: `tool_use` ids must be unique")
 
 
 def test_final_tool_loop_must_start_with_thinking() -> None:
-    records = [user("q"), assistant("X", text("let me"), tool_use("a")), user(tool_result("a")), assistant("Y", thinking(), tool_use("b")), user(tool_result("b"))]
+    records = [
+        user("q"),
+        assistant("X", text("let me"), tool_use("a")),
+        user(tool_result("a")),
+        assistant("Y", thinking(), tool_use("b")),
+        user(tool_result("b")),
+    ]
     (v,) = validate(normalize(records), thinking=True)
     assert v.rule == "final_assistant_missing_thinking"
     assert v.message.startswith(
@@ -68,7 +80,9 @@ def test_thinking_rule_does_not_apply_when_last_user_message_has_text() -> None:
 def test_modified_thinking_in_latest_assistant_message() -> None:
     records = [user("q"), assistant("X", thinking("orig"), text("a"), uuid="a1")]
     originals = original_thinking_blocks(records)
-    changed = Request((normalize(records).messages[0], ApiMessage("assistant", (thinking("edited"), text("a")), ("a1",))))
+    changed = Request(
+        (normalize(records).messages[0], ApiMessage("assistant", (thinking("edited"), text("a")), ("a1",)))
+    )
     (v,) = validate(changed, original_thinking=originals)
     assert v.rule == "thinking_modified"
     assert v.message == (
@@ -90,7 +104,10 @@ def test_empty_and_whitespace_text() -> None:
 def test_empty_content_allowed_only_for_final_assistant() -> None:
     request = Request((ApiMessage("user", ()), ApiMessage("assistant", ())))
     (v,) = validate(request)
-    assert v.message == "messages.0: all messages must have non-empty content except for the optional final assistant message"
+    assert (
+        v.message
+        == "messages.0: all messages must have non-empty content except for the optional final assistant message"
+    )
 
 
 def test_first_message_must_be_user() -> None:

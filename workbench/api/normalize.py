@@ -114,7 +114,14 @@ def _assistant_blocks(record: Record) -> list[Mapping[str, Any]]:
     out: list[Mapping[str, Any]] = []
     for block in record.blocks:
         if block.kind == "tool_use":
-            out.append({"type": "tool_use", "id": block.raw.get("id"), "name": block.raw.get("name"), "input": block.raw.get("input")})
+            out.append(
+                {
+                    "type": "tool_use",
+                    "id": block.raw.get("id"),
+                    "name": block.raw.get("name"),
+                    "input": block.raw.get("input"),
+                }
+            )
         else:
             out.append(block.raw)
     return out

@@ -60,9 +60,7 @@ def _missing_result(tool_use_id: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": MISSING_RESULT_TEXT, "is_error": True}
 
 
-def _fix_assistant(
-    index: int, message: ApiMessage, seen_uses: set[str], repairs: list[Repair]
-) -> ApiMessage:
+def _fix_assistant(index: int, message: ApiMessage, seen_uses: set[str], repairs: list[Repair]) -> ApiMessage:
     content: list[Mapping[str, Any]] = []
     before = len(repairs)
     server_results = {b.get("tool_use_id") for b in message.content if str(b.get("type", "")).endswith("_tool_result")}
@@ -137,10 +135,14 @@ def repair(request: Request) -> tuple[Request, list[Repair]]:
         if message.role == "user":
             if i in handled_next:
                 continue
-            if not (out and out[-1].role == "assistant") and any(b.get("type") == "tool_result" for b in message.content):
+            if not (out and out[-1].role == "assistant") and any(
+                b.get("type") == "tool_result" for b in message.content
+            ):
                 for block in message.content:
                     if block.get("type") == "tool_result":
-                        repairs.append(Repair("orphaned_tool_result", i, block.get("tool_use_id"), message.record_uuids))
+                        repairs.append(
+                            Repair("orphaned_tool_result", i, block.get("tool_use_id"), message.record_uuids)
+                        )
                 content = tuple(b for b in message.content if b.get("type") != "tool_result")
                 if not content:
                     if out:

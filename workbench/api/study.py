@@ -123,7 +123,14 @@ def _all_index_cuts(session: Session, tally: _Tally) -> None:
     first = next((i for i, r in enumerate(records) if is_sent(r)), len(records))
     for cut in range(first + 1, len(records)):
         if is_sent(records[cut]):
-            tally.add(records, cut, adjust_to_api_invariants(records, cut), None, thinking=thinking, original_thinking=originals)
+            tally.add(
+                records,
+                cut,
+                adjust_to_api_invariants(records, cut),
+                None,
+                thinking=thinking,
+                original_thinking=originals,
+            )
 
 
 def keep_window_cuts(session: Session) -> list[tuple[int, int, int, int, int]]:

@@ -109,11 +109,16 @@ def _text_rules(n: int, message: ApiMessage) -> list[Violation]:
         text = block.get("text")
         where = f"messages.{n}.content.{m}"
         if not isinstance(text, str) or text == "":
-            out.append(Violation("empty_text", where, "messages: text content blocks must be non-empty", message.record_uuids))
+            out.append(
+                Violation("empty_text", where, "messages: text content blocks must be non-empty", message.record_uuids)
+            )
         elif not text.strip() and (message.role == "user" or whole_blank):
             out.append(
                 Violation(
-                    "whitespace_text", where, "messages: text content blocks must contain non-whitespace text", message.record_uuids
+                    "whitespace_text",
+                    where,
+                    "messages: text content blocks must contain non-whitespace text",
+                    message.record_uuids,
                 )
             )
     return out
@@ -131,7 +136,12 @@ def _pairing_rules(messages: Sequence[ApiMessage]) -> list[Violation]:
                 use_id = block.get("id")
                 if use_id in seen:
                     out.append(
-                        Violation("duplicate_tool_use_id", f"messages.{n}.content.{m}", f"messages.{n}.content.{m}: `tool_use` ids must be unique", message.record_uuids)
+                        Violation(
+                            "duplicate_tool_use_id",
+                            f"messages.{n}.content.{m}",
+                            f"messages.{n}.content.{m}: `tool_use` ids must be unique",
+                            message.record_uuids,
+                        )
                     )
                 seen.add(use_id)
                 ids.append(use_id)
@@ -167,8 +177,9 @@ def _pairing_rules(messages: Sequence[ApiMessage]) -> list[Violation]:
                         Violation(
                             "tool_result_without_tool_use",
                             where,
-                            f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {block.get('tool_use_id')}. "
-                            "Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+                            f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                            f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
+                            "`tool_use` block in the previous message.",
                             message.record_uuids,
                         )
                     )
@@ -176,7 +187,11 @@ def _pairing_rules(messages: Sequence[ApiMessage]) -> list[Violation]:
 
 
 def _is_tool_result_only(message: ApiMessage) -> bool:
-    return message.role == "user" and bool(message.content) and all(b.get("type") == "tool_result" for b in message.content)
+    return (
+        message.role == "user"
+        and bool(message.content)
+        and all(b.get("type") == "tool_result" for b in message.content)
+    )
 
 
 def _thinking_start_rule(messages: Sequence[ApiMessage]) -> list[Violation]:
@@ -219,13 +234,12 @@ def _thinking_modified_rule(
     if not known or not actual:
         return []
     expected = [dict(b) for u in known for b in originals[u]]
-    for k, (m, block) in enumerate(actual):
-        if k >= len(expected) or dict(block) != expected[k]:
-            break
-    else:
+    changed = [m for k, (m, block) in enumerate(actual) if k >= len(expected) or dict(block) != expected[k]]
+    if not changed:
         if len(actual) == len(expected):
             return []
-        m = actual[-1][0]
+        changed = [actual[-1][0]]
+    m = changed[0]
     where = f"messages.{n}.content.{m}"
     text = (
         f"{where}: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. "
@@ -264,7 +278,12 @@ def validate(
         return out
     if messages[0].role != "user":
         out.append(
-            Violation("first_message_not_user", "messages.0", 'messages: first message must use the "user" role', messages[0].record_uuids)
+            Violation(
+                "first_message_not_user",
+                "messages.0",
+                'messages: first message must use the "user" role',
+                messages[0].record_uuids,
+            )
         )
     for n, message in enumerate(messages):
         if not message.content and not (n == len(messages) - 1 and message.role == "assistant"):
@@ -272,7 +291,8 @@ def validate(
                 Violation(
                     "empty_content",
                     f"messages.{n}",
-                    f"messages.{n}: all messages must have non-empty content except for the optional final assistant message",
+                    f"messages.{n}: all messages must have non-empty content except for the optional final "
+                    "assistant message",
                     message.record_uuids,
                 )
             )
@@ -285,5 +305,7 @@ def validate(
     if context_window is not None:
         size = prompt_tokens if prompt_tokens is not None else _estimate(messages)
         if size > context_window:
-            out.append(Violation("prompt_too_long", "prompt", f"prompt is too long: {size} tokens > {context_window} maximum"))
+            out.append(
+                Violation("prompt_too_long", "prompt", f"prompt is too long: {size} tokens > {context_window} maximum")
+            )
     return out
