@@ -18,9 +18,10 @@ Token accounting (the ``token_source`` column):
   between boundary and next call − that call's recorded prompt size) so the uncompacted size stays
   continuous.
 * ``estimated``: after a compaction of ours, the size is the uncompacted size minus the estimated size of
-  every record our compactions removed, plus that of every record they added, both measured with the
-  replay's per-record estimator (``claude-rough`` by default: it undercounts real tokens by ~25% on the
-  corpus, see the README calibration table, so savings are conservative).
+  every record our compactions removed, plus that of every record they added. Both are measured with
+  the replay's per-record estimator and scaled by the session's own tokens-per-estimated-token ratio
+  (`session_scale`): chars/4 undercounts Claude's tokenizer by ~25% on the corpus (README calibration
+  table), so an unscaled estimate would leave most of a compaction's saving uncounted.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ..transcript.steps import api_calls
 from ..api.validate import original_thinking_blocks
 from .validation import RequestCheck, check_request
 
-__all__ = ["ReplayResult", "replay_session", "strip_recorded_compactions"]
+__all__ = ["ReplayResult", "replay_session", "session_scale", "strip_recorded_compactions"]
 
 
 @dataclass
@@ -122,6 +123,33 @@ class _UncompactedSize:
         return base + offset + self.prefix[index] - self.prefix[anchor + 1]
 
 
+def session_scale(
+    records: Sequence[Record], counts: Sequence[int], *, end: int | None = None, bounds: tuple[float, float] = (0.5, 3.0)
+) -> float:
+    """Real tokens per estimated token in this session, from its recorded usage.
+
+    The first API call fixes the overhead transcripts do not record (system prompt, tools):
+    ``overhead = prompt(first) − Σ estimate(before first)``. The ratio is then
+    ``(prompt(last) − overhead) / Σ estimate(before last)`` at the last call before any recorded compact
+    boundary (or before ``end``, where stripped boundaries were) (the widest lever), clamped to ``bounds``; 1.0 where the session has no usage.
+    """
+    calls = [c for c in api_calls(records) if c.usage(records) is not None]
+    boundary = next((i for i, r in enumerate(records) if r.is_compact_boundary), len(records))
+    if end is not None:
+        boundary = min(boundary, end)
+    calls = [c for c in calls if c.first < boundary]
+    if len(calls) < 2:
+        return 1.0
+    prefix = [0, *accumulate(counts)]
+    first, last = calls[0], calls[-1]
+    overhead = prompt_tokens(first.usage(records) or {}) - prefix[first.first]
+    grown = prefix[last.first]
+    if grown <= 0:
+        return 1.0
+    ratio = (prompt_tokens(last.usage(records) or {}) - overhead) / grown
+    return min(max(ratio, bounds[0]), bounds[1])
+
+
 def replay_session(session: Session, strategy: Strategy, *, estimator: str = "claude-rough") -> ReplayResult:
     """Replay one session through ``strategy``; see the module docstring for the semantics."""
     original = session.conversation()
@@ -131,6 +159,7 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
     padded_all = cached_estimator("claude-padded").count_many(records)
     measure = cached_estimator(estimator)
     size = _UncompactedSize(records, rough_all, boundaries)
+    scale = session_scale(records, measure.count_many(records), end=boundaries[0][0] if boundaries else None)
     rough_of = dict(zip((id(r) for r in records), rough_all, strict=True))
     padded_of = dict(zip((id(r) for r in records), padded_all, strict=True))
 
@@ -176,8 +205,8 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             before_tokens = tokens
             survivors = {id(r) for r in compaction.records}
             previous = {id(r) for r in context}
-            removed += sum(measure.count_many([r for r in context if id(r) not in survivors]))
-            added += sum(measure.count_many([r for r in compaction.records if id(r) not in previous]))
+            removed += round(scale * sum(measure.count_many([r for r in context if id(r) not in survivors])))
+            added += round(scale * sum(measure.count_many([r for r in compaction.records if id(r) not in previous])))
             tokens = none_tokens - removed + added
             context = list(compaction.records)
             diverged = True

@@ -1,0 +1,59 @@
+"""Replaying the real corpus reproduces where Claude Code really compacted (issue #4 acceptance)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.replay import replay_session
+from workbench.strategies import create
+from workbench.transcript.steps import api_calls
+
+
+def _recorded_boundaries(session):
+    """(message_id of the last API call before each recorded auto compact_boundary, preTokens)."""
+    records = session.conversation()
+    calls = api_calls(records)
+    out = []
+    for index, record in enumerate(records):
+        if record.is_compact_boundary and record.compact_metadata.get("trigger") == "auto":
+            before = [c for c in calls if c.first < index]
+            out.append((before[-1].message_id, record.compact_metadata["preTokens"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def compacted_sessions(main_sessions):
+    found = [s for s in main_sessions if _recorded_boundaries(s)]
+    assert len(found) == 3
+    return found
+
+
+@pytest.mark.parametrize("strategy", ["claude-code", "full-compact"])
+def test_first_auto_compaction_after_the_same_api_call(compacted_sessions, strategy) -> None:
+    for session in compacted_sessions:
+        [(message_id, pre_tokens)] = _recorded_boundaries(session)
+        result = replay_session(session, create(strategy))
+        auto = [e for e in result.events if e["trigger"] == "auto"]
+        assert auto, f"{session.id}: no auto-compaction"
+        first = auto[0]
+        assert first["after_message_id"] == message_id, (session.id, first["step"], first["tokens_before"], pre_tokens)
+        assert abs(first["tokens_before"] - pre_tokens) / pre_tokens < 0.01
+
+
+def test_recorded_reference_reports_each_boundary(compacted_sessions) -> None:
+    for session in compacted_sessions:
+        result = replay_session(session, create("recorded"))
+        [event] = result.events
+        [(message_id, pre_tokens)] = _recorded_boundaries(session)
+        assert event["kind"] == "recorded-compact" and event["after_message_id"] == message_id
+        assert event["tokens_before"] == pre_tokens and event["summary"].startswith("This session is being continued")
+
+
+def test_sm_compact_is_valid_and_the_naive_variant_is_not(main_sessions) -> None:
+    safe = [replay_session(s, create("sm-compact")) for s in main_sessions]
+    naive = [replay_session(s, create("sm-compact-naive")) for s in main_sessions]
+    safe_events = [e for r in safe for e in r.events]
+    naive_events = [e for r in naive for e in r.events if e["kind"] == "sm-compact-naive"]
+    assert safe_events and sum(e["violations"] for e in safe_events) == 0
+    assert sum(s["violations"] for r in safe for s in r.steps) == 0
+    assert naive_events
