@@ -1,6 +1,15 @@
-"""The API view of transcripts: normalization, pairing repair, validation and cut-point invariants."""
+"""The API view of transcripts: normalization, pairing repair, validation and cut-point invariants.
 
-from .normalize import ApiMessage, Request, normalize
+`normalize` (docs §8.1) builds the request Claude Code sends, `repair` reproduces its pairing repair
+(§8.2), `validate` the API's 400s (§9), `adjust_to_api_invariants` SM-compact's cut adjustment (§2.5).
+The corpus replays `validate_report` and `invariants_report` live in `workbench.api.study` and are
+imported lazily here (they depend on `workbench.strategies`, which may depend on this package).
+"""
+
+from typing import Any
+
+from .invariants import adjust_to_api_invariants
+from .normalize import ApiMessage, Request, is_sent, normalize
 from .repair import Repair, repair
 from .validate import RULES, Violation, original_thinking_blocks, validate
 
@@ -10,8 +19,20 @@ __all__ = [
     "Repair",
     "Request",
     "Violation",
+    "adjust_to_api_invariants",
+    "invariants_report",
+    "is_sent",
     "normalize",
     "original_thinking_blocks",
     "repair",
     "validate",
+    "validate_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("invariants_report", "validate_report"):
+        from . import study
+
+        return getattr(study, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,17 @@
   record, (b) where SM-compact's keep window (docs §2.4, default config) would start if a compaction ran
   before each API call, with ``lastSummarizedMessageId`` replayed by the extraction trigger (docs §1.3).
 
+Findings on the Claude Code corpus (see ``tests/api/test_api_study.py``): every real request
+validates; naive cuts orphan tool_results; adjusted cuts never break pairing, but a keep window that
+starts inside a long tool loop can open with a thinking-less response, which the API rejects when
+thinking is on (docs §9 item 11) — the reference adjustment (§2.5) does not look at thinking across
+responses. The ``all_indices`` requests run to the end of the session, which rarely ends inside a tool
+loop, so that family is practically blind to the thinking rule.
+
+Limits of the replay: the ``agent-acompact-*`` transcripts record only the compaction prompt and its
+answer, while the real request was the whole parent conversation plus that prompt (a cache-sharing
+fork); only the recorded part is validated.
+
 Assumptions:
 
 * Thinking is taken as enabled for a request when the response to it contains a thinking block (a
