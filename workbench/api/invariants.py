@@ -10,15 +10,23 @@ lost. `adjust_to_api_invariants` moves ``start`` earlier, never later, in two st
    assistant record pulls ``start`` back to it; the id set is taken once and not extended by the walk.
 
 ``start <= 0`` and ``start >= len(records)`` (keep nothing) are returned unchanged.
+
+`adjust_for_thinking` is an extension that is *not* in Claude Code: after the reference adjustment it
+also moves ``start`` earlier when the kept window would open a tool loop with a thinking-less response,
+which the API rejects when thinking is on (docs §9 item 11). The study (`workbench.api.study`) reports
+both, so the reference's gap stays visible.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..transcript.model import Record
+from ..transcript.model import Block, Record
+from .normalize import is_sent, normalize
+from .validate import validate
 
-__all__ = ["adjust_to_api_invariants"]
+__all__ = ["SUMMARY_TEXT", "adjust_for_thinking", "adjust_to_api_invariants", "summary_record"]
 
 
 def adjust_to_api_invariants(records: Sequence[Record], start: int) -> int:
@@ -52,4 +60,129 @@ def adjust_to_api_invariants(records: Sequence[Record], start: int) -> int:
         record = records[i]
         if record.kind == "assistant" and record.message_id in message_ids:
             adjusted = i
+    return adjusted
+
+
+# ---------------------------------------------------------------- thinking-aware extension (not in Claude Code)
+#: Stand-in text of the compact summary message; its content does not matter to the API rules.
+SUMMARY_TEXT = "This session is being continued from a previous conversation that ran out of context."
+SUMMARY_UUID = "compact-summary"
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+_THINKING_RULE = "final_assistant_missing_thinking"
+
+
+def summary_record(text: str = SUMMARY_TEXT) -> Record:
+    """A compact summary user message with string content (docs §2.6 step 7, §5.3)."""
+    return Record(
+        kind="user",
+        uuid=SUMMARY_UUID,
+        role="user",
+        blocks=(Block.text_block(text),),
+        string_content=True,
+        has_content=True,
+        is_compact_summary=True,
+        is_visible_in_transcript_only=True,
+    )
+
+
+def _cut_sensitive_thinking_violation(records: Sequence[Record], start: int) -> bool:
+    """Whether "summary + ``records[start:]``" breaks the thinking rule *because of where it is cut*.
+
+    The rule is `validate`'s own (``final_assistant_missing_thinking`` with ``thinking=True``). It depends
+    on the cut only when the flagged "final assistant message" is the first message after the summary,
+    i.e. the trailing tool loop reaches back to the cut; otherwise a real user message inside the kept
+    range starts the loop and no cut can change it.
+    """
+    kept = [r for r in records[start:] if not r.is_compact_boundary]
+    request = normalize([summary_record(), *kept])
+    if not request.messages or request.messages[0].record_uuids != (SUMMARY_UUID,):
+        return False
+    return any(
+        v.rule == _THINKING_RULE and v.location.startswith("messages.1.") for v in validate(request, thinking=True)
+    )
+
+
+def _is_prompt(record: Record) -> bool:
+    """A sent record that becomes a user message holding anything but tool_result blocks (validate.py's
+    "real user message", which ends a tool loop when walking backwards)."""
+    if not is_sent(record) or record.kind == "assistant":
+        return False
+    return any(
+        m.role == "user" and not all(b.get("type") == "tool_result" for b in m.content)
+        for m in normalize([record]).messages
+    )
+
+
+def _starts_with_thinking(blocks: Sequence[Block]) -> bool:
+    first = next((b for b in blocks if not (b.type == "text" and not b.text.strip())), None)
+    return first is not None and first.type in _THINKING
+
+
+def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool = True) -> int:
+    """`adjust_to_api_invariants`, then move the cut earlier so the kept tool loop opens with thinking.
+
+    Not part of Claude Code: an extension closing a gap of the reference adjustment (docs §2.5). The
+    compaction prepends a plain user text summary, so a cut inside a tool loop makes the first kept
+    response the loop's "final assistant message" of the API's thinking rule (docs §9 item 11: with
+    thinking on, it must start with ``thinking``/``redacted_thinking``, else the request is rejected with
+    "Expected `thinking` or `redacted_thinking`, but found `tool_use`…"). Within one loop only some
+    responses carry thinking, and §2.5 only looks at tool pairs and same-``message.id`` siblings, so the
+    reference cut can open the window with a thinking-less ``[text, tool_use]`` response.
+
+    Rule (all indices into ``records``; the request is "summary + ``records[cut:]``", boundaries dropped):
+
+    1. ``a = adjust_to_api_invariants(records, start)``. Return ``a`` when ``thinking`` is False, when
+       ``a <= 0`` or ``a >= len(records)``, or when the request validates against validate.py's
+       ``final_assistant_missing_thinking`` rule, or violates it at a message other than the first kept
+       one (the trailing loop then starts at a kept real user message and no cut can change it).
+    2. Otherwise the cut lies inside the trailing tool loop. Its user prompt ``p`` is the last record at
+       or before ``a`` that becomes a user message holding anything but tool_results (validate.py's loop
+       delimiter), searched no further back than the floor, the last ``compact_boundary`` before
+       ``start`` + 1 (0 without one; the backward-scan floor of docs §2.4).
+    3. Responses of the loop (assistant records in ``(p, a)`` grouped by ``message.id``, siblings included)
+       are tried nearest first; for one whose merged blocks start (whitespace-only text skipped) with
+       thinking, the candidate cut is its first record, re-adjusted with `adjust_to_api_invariants`; the
+       first candidate that stays at or after the floor and makes the request pass the thinking rule wins.
+    4. If none does, the candidate is ``p`` (the loop kept whole), re-adjusted; without a prompt above the
+       floor, the floor itself.
+    5. If even that candidate breaks the rule (the loop's opening response itself lacks thinking, so the
+       real request would have been rejected too) or would cross the floor, ``a`` is returned: keeping
+       more records would fix nothing.
+
+    The result is never later than ``a`` (hence than ``start``) and, when it moved, never before the floor.
+
+    Args:
+        records: the message list SM-compact sees (file order).
+        start: the naive first kept index.
+        thinking: whether extended thinking is on for the request; False gives the reference result.
+
+    Returns:
+        The adjusted first kept index.
+    """
+    adjusted = adjust_to_api_invariants(records, start)
+    if not thinking or adjusted <= 0 or adjusted >= len(records):
+        return adjusted
+    if not _cut_sensitive_thinking_violation(records, adjusted):
+        return adjusted
+    floor = next((i + 1 for i in range(min(start, len(records)) - 1, -1, -1) if records[i].is_compact_boundary), 0)
+    prompt = next((i for i in range(adjusted - 1, floor - 1, -1) if _is_prompt(records[i])), None)
+    low = prompt + 1 if prompt is not None else floor
+    responses: dict[Any, list[int]] = {}
+    for i in range(low, adjusted):
+        record = records[i]
+        if record.kind == "assistant" and is_sent(record):
+            responses.setdefault(record.message_id if record.message_id is not None else ("record", i), []).append(i)
+    tried: set[int] = set()
+    for indices in sorted(responses.values(), key=lambda ix: ix[0], reverse=True):
+        if not _starts_with_thinking([b for i in indices for b in records[i].blocks]):
+            continue
+        candidate = adjust_to_api_invariants(records, indices[0])
+        if candidate in tried or candidate < floor:
+            continue
+        tried.add(candidate)
+        if not _cut_sensitive_thinking_violation(records, candidate):
+            return candidate
+    candidate = adjust_to_api_invariants(records, prompt if prompt is not None else floor)
+    if floor <= candidate < adjusted and not _cut_sensitive_thinking_violation(records, candidate):
+        return candidate
     return adjusted

@@ -6,16 +6,20 @@
   the reproduction (or a step the JSONL cannot reproduce).
 * `invariants_report` asks how often a compaction cut breaks the API invariants: for each cut the
   request "summary message + records[cut:]" is validated (a) as cut, (b) after ``repair``
-  (docs §8.2), (c) after `adjust_to_api_invariants` (docs §2.5). Cuts are (a) every index of a sent
+  (docs §8.2), (c) after `adjust_to_api_invariants` (docs §2.5), (d) after the thinking-aware extension
+  `adjust_for_thinking` (not in Claude Code; ``adjusted_thinking``, which also reports how many more
+  records and claude-padded tokens it keeps than (c)). Cuts are (a) every index of a sent
   record, (b) where SM-compact's keep window (docs §2.4, default config) would start if a compaction ran
   before each API call, with ``lastSummarizedMessageId`` replayed by the extraction trigger (docs §1.3).
 
 Findings on the Claude Code corpus (see ``tests/api/test_api_study.py``): every real request
 validates; naive cuts orphan tool_results; adjusted cuts never break pairing, but a keep window that
 starts inside a long tool loop can open with a thinking-less response, which the API rejects when
-thinking is on (docs §9 item 11) — the reference adjustment (§2.5) does not look at thinking across
-responses. The ``all_indices`` requests run to the end of the session, which rarely ends inside a tool
-loop, so that family is practically blind to the thinking rule.
+thinking is on (docs §9 item 11): 21 of 532 keep-window cuts — the reference adjustment (§2.5) does not
+look at thinking across responses. `adjust_for_thinking` closes that gap (``adjusted_thinking`` has no
+violations; it moves those 21 cuts, keeping on average ~39 more sent records / ~8.4k claude-padded tokens
+each). The ``all_indices`` requests run to the end of the session, which rarely ends inside a tool loop,
+so that family is practically blind to the thinking rule.
 
 Limits of the replay: the ``agent-acompact-*`` transcripts record only the compaction prompt and its
 answer, while the real request was the whole parent conversation plus that prompt (a cache-sharing
@@ -43,33 +47,16 @@ from ..memory.trigger import ExtractionTrigger
 from ..strategies.keep_window import keep_window
 from ..tokens.context import token_count_with_estimation
 from ..tokens.estimators import get_estimator
-from ..transcript.model import Block, Record, Session
+from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from .invariants import adjust_to_api_invariants
+from .invariants import SUMMARY_TEXT, adjust_for_thinking, adjust_to_api_invariants, summary_record
 from .normalize import Request, is_sent, normalize
 from .repair import repair
 from .validate import Violation, original_thinking_blocks, validate
 
 __all__ = ["SUMMARY_TEXT", "cut_request", "invariants_report", "summary_record", "validate_report"]
 
-#: Stand-in text of the compact summary message; its content does not matter to the API rules.
-SUMMARY_TEXT = "This session is being continued from a previous conversation that ran out of context."
-
-_VARIANTS = ("naive", "repaired", "adjusted")
-
-
-def summary_record(text: str = SUMMARY_TEXT) -> Record:
-    """A compact summary user message with string content (docs §2.6 step 7, §5.3)."""
-    return Record(
-        kind="user",
-        uuid="compact-summary",
-        role="user",
-        blocks=(Block.text_block(text),),
-        string_content=True,
-        has_content=True,
-        is_compact_summary=True,
-        is_visible_in_transcript_only=True,
-    )
+_VARIANTS = ("naive", "repaired", "adjusted", "adjusted_thinking")
 
 
 def cut_request(records: Sequence[Record], cut: int, end: int | None = None) -> Request:
@@ -93,16 +80,39 @@ class _Tally:
         self.by_rule: dict[str, Counter[str]] = {v: Counter() for v in _VARIANTS}
         self.repairs = 0
         self.fallbacks = 0
+        self.moved = 0
+        self.extra_records = 0
+        self.extra_tokens = 0
 
-    def add(self, records: Sequence[Record], naive: int, adjusted: int, end: int | None, **kw: Any) -> None:
+    def add(
+        self,
+        records: Sequence[Record],
+        naive: int,
+        adjusted: int,
+        end: int | None,
+        *,
+        adjusted_thinking: int,
+        padded: Sequence[int],
+        **kw: Any,
+    ) -> None:
+        """Tally one cut; ``padded`` are claude-padded counts aligned with ``records``."""
         self.cuts += 1
         request = cut_request(records, naive, end)
         repaired, repairs = repair(request)
         self.repairs += len(repairs)
+        adjusted_request = request if adjusted == naive else cut_request(records, adjusted, end)
+        thinking_request = (
+            adjusted_request if adjusted_thinking == adjusted else cut_request(records, adjusted_thinking, end)
+        )
+        if adjusted_thinking != adjusted:
+            self.moved += 1
+            self.extra_records += sum(1 for r in records[adjusted_thinking:adjusted] if is_sent(r))
+            self.extra_tokens += sum(padded[adjusted_thinking:adjusted])
         results = {
             "naive": validate(request, **kw),
             "repaired": validate(repaired, **kw),
-            "adjusted": validate(request if adjusted == naive else cut_request(records, adjusted, end), **kw),
+            "adjusted": validate(adjusted_request, **kw),
+            "adjusted_thinking": validate(thinking_request, **kw),
         }
         for variant, violations in results.items():
             if violations:
@@ -123,6 +133,12 @@ class _Tally:
                 },
             }
         out["repaired"]["repairs"] = self.repairs
+        extra = out["adjusted_thinking"]
+        extra["moved_cuts"] = self.moved
+        extra["extra_records_mean"] = self.extra_records / self.cuts if self.cuts else 0.0
+        extra["extra_tokens_mean"] = self.extra_tokens / self.cuts if self.cuts else 0.0
+        extra["extra_records_mean_moved"] = self.extra_records / self.moved if self.moved else 0.0
+        extra["extra_tokens_mean_moved"] = self.extra_tokens / self.moved if self.moved else 0.0
         return out
 
 
@@ -131,6 +147,7 @@ def _all_index_cuts(session: Session, tally: _Tally) -> None:
     calls = api_calls(records)
     thinking = bool(calls) and _has_thinking(records, calls[-1].indices)
     originals = original_thinking_blocks(records)
+    padded = get_estimator("claude-padded").count_many(records)
     first = next((i for i, r in enumerate(records) if is_sent(r)), len(records))
     for cut in range(first + 1, len(records)):
         if is_sent(records[cut]):
@@ -139,6 +156,8 @@ def _all_index_cuts(session: Session, tally: _Tally) -> None:
                 cut,
                 adjust_to_api_invariants(records, cut),
                 None,
+                adjusted_thinking=adjust_for_thinking(records, cut, thinking=thinking),
+                padded=padded,
                 thinking=thinking,
                 original_thinking=originals,
             )
@@ -179,6 +198,7 @@ def keep_window_cuts(session: Session) -> list[tuple[int, int, int, int, int]]:
 def _keep_window_cuts(session: Session, tally: _Tally) -> None:
     records = session.conversation()
     originals = original_thinking_blocks(records)
+    padded = get_estimator("claude-padded").count_many(records)
     calls = api_calls(records)
     for step, offset, naive, start, end in keep_window_cuts(session):
         if naive < 0:
@@ -186,16 +206,29 @@ def _keep_window_cuts(session: Session, tally: _Tally) -> None:
             continue
         window = records[offset:end]
         thinking = _has_thinking(records, calls[step].indices)
-        tally.add(window, naive - offset, start - offset, None, thinking=thinking, original_thinking=originals)
+        tally.add(
+            window,
+            naive - offset,
+            start - offset,
+            None,
+            adjusted_thinking=adjust_for_thinking(window, naive - offset, thinking=thinking),
+            padded=padded[offset:end],
+            thinking=thinking,
+            original_thinking=originals,
+        )
 
 
 def invariants_report(sessions: Iterable[Session]) -> dict[str, Any]:
-    """Violation rates per rule for naive, repaired and adjusted cuts (see the module docstring).
+    """Violation rates per rule for naive, repaired, adjusted and thinking-aware adjusted cuts (see the
+    module docstring).
 
     Returns:
         ``{"all_indices": {"naive": {"cuts", "violating", "rate", "by_rule"}, "repaired": {…, "repairs"},
-        "adjusted": {…}}, "keep_window": {same three, plus "fallbacks"}, "sessions": n}``; ``by_rule``
-        maps a rule id to ``{"cuts", "rate"}`` (cuts with at least one violation of that rule).
+        "adjusted": {…}, "adjusted_thinking": {…, "moved_cuts", "extra_records_mean", "extra_tokens_mean",
+        "extra_records_mean_moved", "extra_tokens_mean_moved"}}, "keep_window": {same four, plus
+        "fallbacks"}, "sessions": n}``; ``by_rule`` maps a rule id to ``{"cuts", "rate"}`` (cuts with at
+        least one violation of that rule). The ``extra_*`` means are sent records (`is_sent`) / claude-padded
+        tokens kept by ``adjusted_thinking`` beyond ``adjusted``, over all cuts and over the moved cuts only.
     """
     every, window = _Tally(), _Tally()
     count = 0
