@@ -1,4 +1,5 @@
-"""The replays over the real corpus: real requests validate, naive cuts break, adjusted cuts hold."""
+"""The replays over the real corpus: real requests validate, naive cuts break, adjusted cuts hold pairing,
+and only the thinking-aware adjustment also holds the thinking rule."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_validate_report_without_repair_is_also_clean(claude_sessions: list[Sess
 
 def test_report_shape(report: dict[str, Any]) -> None:
     for family in ("all_indices", "keep_window"):
-        for variant in ("naive", "repaired", "adjusted"):
+        for variant in ("naive", "repaired", "adjusted", "adjusted_thinking"):
             cell = report[family][variant]
             assert set(cell) >= {"cuts", "violating", "rate", "by_rule"}
             assert cell["cuts"] > 0 and 0 <= cell["rate"] <= 1
@@ -45,6 +46,7 @@ def test_naive_cuts_break_pairing_and_adjusted_cuts_do_not(report: dict[str, Any
     assert every["naive"]["violating"] > 0 and every["naive"]["rate"] > 0.1
     assert every["adjusted"]["violating"] == 0
     assert every["repaired"]["violating"] == 0 and every["repaired"]["repairs"] > 0
+    assert every["adjusted_thinking"]["violating"] == 0
 
 
 def test_keep_window_adjusted_cuts_only_miss_thinking(report: dict[str, Any]) -> None:
@@ -55,6 +57,21 @@ def test_keep_window_adjusted_cuts_only_miss_thinking(report: dict[str, Any]) ->
     assert not PAIRING_RULES & set(keep["adjusted"]["by_rule"])
     assert set(keep["adjusted"]["by_rule"]) <= {"final_assistant_missing_thinking"}
     assert keep["adjusted"]["violating"] <= keep["repaired"]["violating"] <= keep["naive"]["violating"]
+
+
+def test_keep_window_thinking_gap_stays_visible_and_the_extension_closes_it(report: dict[str, Any]) -> None:
+    """``adjusted`` is still the reference's number (the finding); ``adjusted_thinking`` has none, at the
+    price of the extra records/tokens it reports."""
+    keep = report["keep_window"]
+    missing = keep["adjusted"]["by_rule"]["final_assistant_missing_thinking"]["cuts"]
+    assert keep["adjusted"]["violating"] == missing > 0
+    thinking = keep["adjusted_thinking"]
+    assert thinking["violating"] == 0 and thinking["by_rule"] == {}
+    assert thinking["cuts"] == keep["adjusted"]["cuts"]
+    assert thinking["moved_cuts"] >= missing
+    assert thinking["extra_records_mean"] > 0 and thinking["extra_tokens_mean"] > 0
+    assert thinking["extra_records_mean_moved"] >= thinking["extra_records_mean"]
+    assert thinking["extra_tokens_mean_moved"] >= thinking["extra_tokens_mean"]
 
 
 def test_keep_window_cuts_only_move_earlier(main_sessions: list[Session]) -> None:

@@ -1,14 +1,15 @@
 """The API view of transcripts: normalization, pairing repair, validation and cut-point invariants.
 
 `normalize` (docs §8.1) builds the request Claude Code sends, `repair` reproduces its pairing repair
-(§8.2), `validate` the API's 400s (§9), `adjust_to_api_invariants` SM-compact's cut adjustment (§2.5).
+(§8.2), `validate` the API's 400s (§9), `adjust_to_api_invariants` SM-compact's cut adjustment (§2.5),
+and `adjust_for_thinking` a thinking-aware extension of it (not in Claude Code, §9 item 11).
 The corpus replays `validate_report` and `invariants_report` live in `workbench.api.study` and are
 imported lazily here (they depend on `workbench.strategies`, which may depend on this package).
 """
 
 from typing import Any
 
-from .invariants import adjust_to_api_invariants
+from .invariants import adjust_for_thinking, adjust_to_api_invariants
 from .normalize import ApiMessage, Request, is_sent, normalize
 from .repair import Repair, repair
 from .validate import RULES, Violation, original_thinking_blocks, validate
@@ -19,6 +20,7 @@ __all__ = [
     "Repair",
     "Request",
     "Violation",
+    "adjust_for_thinking",
     "adjust_to_api_invariants",
     "invariants_report",
     "is_sent",

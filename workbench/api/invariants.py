@@ -85,6 +85,13 @@ def summary_record(text: str = SUMMARY_TEXT) -> Record:
     )
 
 
+def _violates_thinking(records: Sequence[Record], start: int) -> bool:
+    """Whether "summary + ``records[start:]``" breaks validate.py's ``final_assistant_missing_thinking``."""
+    kept = [r for r in records[start:] if not r.is_compact_boundary]
+    request = normalize([summary_record(), *kept])
+    return any(v.rule == _THINKING_RULE for v in validate(request, thinking=True))
+
+
 def _cut_sensitive_thinking_violation(records: Sequence[Record], start: int) -> bool:
     """Whether "summary + ``records[start:]``" breaks the thinking rule *because of where it is cut*.
 
@@ -180,9 +187,9 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
         if candidate in tried or candidate < floor:
             continue
         tried.add(candidate)
-        if not _cut_sensitive_thinking_violation(records, candidate):
+        if not _violates_thinking(records, candidate):
             return candidate
     candidate = adjust_to_api_invariants(records, prompt if prompt is not None else floor)
-    if floor <= candidate < adjusted and not _cut_sensitive_thinking_violation(records, candidate):
+    if floor <= candidate < adjusted and not _violates_thinking(records, candidate):
         return candidate
     return adjusted
