@@ -142,10 +142,10 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
        ``a <= 0`` or ``a >= len(records)``, or when the request validates against validate.py's
        ``final_assistant_missing_thinking`` rule, or violates it at a message other than the first kept
        one (the trailing loop then starts at a kept real user message and no cut can change it).
-    2. Otherwise the cut lies inside the trailing tool loop. Its user prompt ``p`` is the last record at
-       or before ``a`` that becomes a user message holding anything but tool_results (validate.py's loop
-       delimiter), searched no further back than the floor, the last ``compact_boundary`` before
-       ``start`` + 1 (0 without one; the backward-scan floor of docs §2.4).
+    2. Otherwise the cut lies inside the trailing tool loop. Its user prompt ``p`` is the last record
+       before ``a`` (``records[a]`` is the first kept response) that becomes a user message holding
+       anything but tool_results (validate.py's loop delimiter), searched no further back than the floor:
+       the last ``compact_boundary`` before ``start`` + 1, 0 without one (the scan floor of docs §2.4).
     3. Responses of the loop (assistant records in ``(p, a)`` grouped by ``message.id``, siblings included)
        are tried nearest first; for one whose merged blocks start (whitespace-only text skipped) with
        thinking, the candidate cut is its first record, re-adjusted with `adjust_to_api_invariants`; the
