@@ -26,6 +26,7 @@ from ..transcript.model import Record
 from .template import (
     MAX_SECTION_LENGTH,
     MAX_TOTAL_SESSION_MEMORY_TOKENS,
+    SECTION_DESCRIPTIONS,
     SECTION_HEADINGS,
     SessionMemory,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "extract",
     "is_correction",
     "is_real_request",
+    "workflow_items",
 ]
 
 
@@ -304,7 +306,8 @@ def _files(facts: SessionFacts, n: int) -> list[str]:
     return _dedupe(items)
 
 
-def _workflow(facts: SessionFacts, n: int) -> list[str]:
+def workflow_items(facts: SessionFacts, n: int) -> list[str]:
+    """Distinct shell commands as bullets, ordered by their last run, with run counts and failures."""
     order: dict[str, tuple[int, int, bool]] = {}
     for call in facts.commands():
         cmd = one_line(call.input["command"], n - 20)
@@ -386,13 +389,15 @@ def _merge(previous: list[str], new: list[str]) -> list[str]:
     return _dedupe([*previous, *new])
 
 
-def _fit(items: list[str], budget: int) -> list[str]:
-    """Drop the oldest items until the joined text fits ``budget`` rough tokens (then clip the last)."""
+def _fit(items: list[str], budget: int, description: str) -> list[str]:
+    """Drop the oldest items until the section body (italic line included, as `section_token_sizes`
+    measures it) fits ``budget`` rough tokens; a lone oversized item is clipped."""
+    head = f"_{description}_\n"
     out = list(items)
-    while len(out) > 1 and rough_tokens("\n".join(out)) > budget:
+    while len(out) > 1 and rough_tokens(head + "\n".join(out)) > budget:
         out.pop(0)
-    if out and rough_tokens(out[0]) > budget:
-        out[0] = clip(out[0], budget * 4 - 4)
+    if out and rough_tokens(head + out[0]) > budget:
+        out[0] = clip(out[0], max(1, budget * 4 - len(head) - 4))
     return out
 
 
@@ -431,7 +436,7 @@ def extract(
         "# Current State": _current_state(facts, n),
         "# Task specification": _dedupe(task),
         "# Files and Functions": _files(facts, n),
-        "# Workflow": _workflow(facts, n),
+        "# Workflow": workflow_items(facts, n),
         "# Errors & Corrections": _errors(facts, n),
         "# Codebase and System Documentation": _docs(facts, n),
         "# Learnings": _learnings(facts, n),
@@ -448,7 +453,7 @@ def extract(
             items = fresh[heading] or prev
         else:
             items = _merge(prev, fresh[heading])
-        merged[heading] = _fit(items, cfg.max_section_tokens)
+        merged[heading] = _fit(items, cfg.max_section_tokens, SECTION_DESCRIPTIONS[heading])
     memory = SessionMemory.from_contents({h: "\n".join(v) for h, v in merged.items()})
     while memory.tokens > cfg.max_total_tokens:
         candidates = [h for h in (*_LIST_SECTIONS, "# Key results") if len(merged[h]) > 1]

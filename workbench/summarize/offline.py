@@ -32,6 +32,7 @@ from ..memory.extractor import (
     first_error_line,
     is_correction,
     one_line,
+    workflow_items,
 )
 from ..transcript.model import Record
 from .prompt import SUMMARY_SECTIONS
@@ -155,8 +156,10 @@ def _errors(facts: SessionFacts, cfg: SummarizerConfig) -> str:
 
 
 def _problem_solving(facts: SessionFacts, cfg: SummarizerConfig) -> str:
-    answers = [one_line(t, 400) for _, t in facts.answers][-cfg.max_items // 3 :]
-    return _bullets(answers, "No concluded answers recorded yet.")
+    answers = [f"- Answered: {one_line(t, 400)}" for _, t in facts.answers][-max(1, cfg.max_items // 3) :]
+    commands = workflow_items(facts, 300)[-cfg.max_items :]
+    parts = answers + (["Shell commands run (by last run, most recent last):", *commands] if commands else [])
+    return _indent("\n".join(parts)) if parts else "   No concluded answers or commands recorded yet."
 
 
 def _user_messages(facts: SessionFacts, cfg: SummarizerConfig) -> str:

@@ -1,0 +1,77 @@
+"""Tiny hand-built records for the memory and summary tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.transcript.model import Block, Record
+
+CWD = "/repo"
+
+
+def user(text: str, **kw: Any) -> Record:
+    return Record(
+        kind="user",
+        role="user",
+        blocks=(Block.text_block(text),),
+        string_content=True,
+        has_content=True,
+        raw={"cwd": CWD},
+        **kw,
+    )
+
+
+def assistant(*blocks: Block, message_id: str | None = None) -> Record:
+    return Record(kind="assistant", role="assistant", blocks=blocks, message_id=message_id, has_content=True)
+
+
+def say(text: str, message_id: str | None = None) -> Record:
+    return assistant(Block.text_block(text), message_id=message_id)
+
+
+def call(tool_id: str, name: str, **inputs: Any) -> Block:
+    return Block("tool_use", {"type": "tool_use", "id": tool_id, "name": name, "input": inputs})
+
+
+def result(tool_id: str, content: str, *, is_error: bool = False) -> Record:
+    block = Block(
+        "tool_result", {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}
+    )
+    return Record(kind="user", role="user", blocks=(block,), has_content=True)
+
+
+def debugging_session() -> list[Record]:
+    """A small session: a request, reads, a failing test run, a correction, a fix, a final answer."""
+    return [
+        user("Fix the failing date parser tests in the utils package please"),
+        assistant(call("t1", "Read", file_path=f"{CWD}/README.md")),
+        result("t1", "1→# Utils\n2→\n3→## Testing\n4→Run pytest."),
+        assistant(call("t2", "Bash", command="pytest tests/test_dates.py", description="run tests")),
+        result("t2", "FAILED tests/test_dates.py::test_iso - ValueError: bad month\n1 failed", is_error=True),
+        assistant(
+            call(
+                "t3",
+                "Edit",
+                file_path=f"{CWD}/utils/dates.py",
+                old_string="a",
+                new_string="def parse_iso(s):\n    return s",
+            )
+        ),
+        result("t3", "ok"),
+        user("No, don't change parse_iso, fix the month table instead"),
+        assistant(call("t4", "Grep", pattern="MONTHS", path=f"{CWD}/utils")),
+        result("t4", "utils/dates.py:3:MONTHS = [...]"),
+        assistant(
+            call(
+                "t5",
+                "Edit",
+                file_path=f"{CWD}/utils/dates.py",
+                old_string="b",
+                new_string="MONTHS = list(range(1, 13))",
+            )
+        ),
+        result("t5", "ok"),
+        assistant(call("t6", "Bash", command="pytest tests/test_dates.py")),
+        result("t6", "3 passed"),
+        say("All 3 date tests pass now: the month table was off by one."),
+    ]

@@ -1,0 +1,125 @@
+"""The session-memory template, caps, truncation and reminders (docs §1.1), byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.memory.template import (
+    DEFAULT_SESSION_MEMORY_TEMPLATE,
+    MAX_SECTION_LENGTH,
+    MAX_TOTAL_SESSION_MEMORY_TOKENS,
+    SECTION_HEADINGS,
+    TRUNCATION_MARKER,
+    SessionMemory,
+    generate_section_reminders,
+    is_session_memory_empty,
+    parse_sections,
+    section_token_sizes,
+    truncate_session_memory_for_compact,
+)
+
+HEADINGS = [
+    "# Session Title",
+    "# Current State",
+    "# Task specification",
+    "# Files and Functions",
+    "# Workflow",
+    "# Errors & Corrections",
+    "# Codebase and System Documentation",
+    "# Learnings",
+    "# Key results",
+    "# Worklog",
+]
+
+
+def test_constants():
+    assert MAX_SECTION_LENGTH == 2000
+    assert MAX_TOTAL_SESSION_MEMORY_TOKENS == 12000
+    assert TRUNCATION_MARKER == "\n[... section truncated for length ...]"
+
+
+def test_template_headings_layout():
+    assert list(SECTION_HEADINGS) == HEADINGS
+    template = DEFAULT_SESSION_MEMORY_TEMPLATE
+    assert template.startswith("\n# Session Title\n_")
+    lines = template.split("\n")
+    assert [ln for ln in lines if ln.startswith("# ")] == HEADINGS
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            italic = lines[i + 1]
+            assert italic.startswith("_") and italic.endswith("_") and len(italic) > 2
+            assert lines[i + 2] == ""  # a blank line separates sections
+    assert list(parse_sections(template)) == HEADINGS
+
+
+def test_render_parse_round_trip():
+    empty = SessionMemory.empty()
+    assert empty.text == DEFAULT_SESSION_MEMORY_TEMPLATE
+    assert SessionMemory.parse(DEFAULT_SESSION_MEMORY_TEMPLATE) == empty
+    filled = SessionMemory.from_contents({"Session Title": "Fix the parser", "# Worklog": "- step 1\n- step 2"})
+    assert SessionMemory.parse(filled.text) == filled
+    assert SessionMemory.parse(filled.text).text == filled.text
+    assert filled.section("Worklog").content == "- step 1\n- step 2"
+    assert "# Worklog\n_" in filled.text and filled.text.endswith("- step 1\n- step 2\n")
+    with pytest.raises(ValueError):
+        SessionMemory.from_contents({"# Not a section": "x"})
+
+
+def test_emptiness():
+    assert is_session_memory_empty(DEFAULT_SESSION_MEMORY_TEMPLATE)
+    assert is_session_memory_empty("  " + DEFAULT_SESSION_MEMORY_TEMPLATE.strip() + "\n\n")
+    assert SessionMemory.empty().is_empty
+    assert not SessionMemory.from_contents({"Session Title": "x"}).is_empty
+
+
+def test_truncation_keeps_small_sections_and_preamble():
+    content = "preamble line\n# A\nshort body\n# B\n" + "y" * 8000
+    assert truncate_session_memory_for_compact(content) == (content, False)
+
+
+def test_truncation_exact_cut():
+    line = "x" * 999  # 1000 with its newline: exactly 8 lines fit in 8000
+    body = "\n".join([line] * 10)
+    content = f"intro\n# Big\n{body}\n# Small\nok"
+    out, truncated = truncate_session_memory_for_compact(content)
+    assert truncated
+    expected = "intro\n# Big\n" + "\n".join([line] * 8) + "\n\n[... section truncated for length ...]\n# Small\nok"
+    assert out == expected
+
+
+def test_truncation_counts_utf16_units():
+    # 4000 emoji = 8000 UTF-16 units (fits); one more character does not.
+    fits = "# E\n" + "😀" * 4000
+    assert truncate_session_memory_for_compact(fits) == (fits, False)
+    over = "# E\n" + "😀" * 3000 + "\n" + "😀" * 1001
+    out, truncated = truncate_session_memory_for_compact(over)
+    assert truncated and out == "# E\n" + "😀" * 3000 + "\n" + TRUNCATION_MARKER
+
+
+def test_section_sizes_trim_bodies():
+    content = "\n# A\n_d_\n" + "z" * 400 + "\n\n\n# B\n"
+    assert section_token_sizes(content) == {"# A": round((3 + 1 + 400) / 4), "# B": 0}
+
+
+def test_reminders_none():
+    assert generate_section_reminders({"# Worklog": 2000}, 12000) == ""
+
+
+def test_reminders_per_section():
+    text = generate_section_reminders({"# Worklog": 2100, "# Workflow": 2500, "# Learnings": 10}, 5000)
+    assert text == (
+        "\n\nIMPORTANT: The following sections exceed the per-section limit and MUST be condensed:\n"
+        '- "# Workflow" is ~2500 tokens (limit: 2000)\n'
+        '- "# Worklog" is ~2100 tokens (limit: 2000)'
+    )
+
+
+def test_reminders_over_total():
+    text = generate_section_reminders([("# Worklog", 2100)], 13000)
+    assert text.startswith(
+        "\n\nCRITICAL: The session memory file is currently ~13000 tokens, which exceeds the maximum of 12000 "
+        "tokens. You MUST condense"
+    )
+    assert '"Current State"' in text and '"Errors & Corrections"' in text
+    assert text.endswith('\n\nOversized sections to condense:\n- "# Worklog" is ~2100 tokens (limit: 2000)')
+    assert "Oversized" not in generate_section_reminders({}, 13000)
