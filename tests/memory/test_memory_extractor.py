@@ -124,3 +124,22 @@ def test_real_sessions_incremental_extraction_respects_caps(main_sessions):
         memory is not None
         and memory.section("Session Title").content == extract(records).section("Session Title").content
     )
+
+
+def test_queued_prompts_and_question_answers_are_user_messages():
+    from memory_records import assistant, call, result
+
+    from workbench.memory.extractor import collect_facts
+    from workbench.transcript.model import Record
+
+    queued = Record(kind="queue-operation", raw={"operation": "enqueue", "content": "also update the docs"})
+    records = [
+        user("Fix it"),
+        queued,
+        assistant(call("q1", "AskUserQuestion", questions=[{"question": "Which branch?"}])),
+        result("q1", 'User has answered your questions: "Which branch?"="main"'),
+        user("also update the docs"),  # the queued prompt delivered later is not listed twice
+    ]
+    texts = [t for _, t in collect_facts(records).user_messages]
+    assert texts == ["Fix it", "also update the docs", 'User has answered your questions: "Which branch?"="main"']
+    assert "- AskUserQuestion Which branch?" in extract(records).section("Worklog").content

@@ -124,6 +124,9 @@ class ToolCall:
             value = self.input.get(key)
             if isinstance(value, str) and value:
                 return value
+        questions = self.input.get("questions")
+        if isinstance(questions, list) and questions and isinstance(questions[0], dict):
+            return str(questions[0].get("question") or "")
         return str(self.input.get("description") or "")
 
 
@@ -179,7 +182,13 @@ def _message_groups(records: Sequence[Record]) -> list[list[int]]:
 
 
 def collect_facts(records: Sequence[Record], config: ExtractorConfig | None = None) -> SessionFacts:
-    """One pass over ``records``: user messages, tool calls with their results, answers, todos."""
+    """One pass over ``records``: user messages, tool calls with their results, answers, todos.
+
+    User messages are the user records with text and no tool_result, the queued prompts
+    (``queue-operation`` ``enqueue``, which reach the model as attachments and are otherwise not
+    recorded as messages) and the answers to ``AskUserQuestion``. Compact-summary messages are kept
+    apart as earlier context; meta messages only contribute error lines (hook feedback).
+    """
     cfg = config or ExtractorConfig()
     users: list[tuple[int, str]] = []
     summaries: list[tuple[int, str]] = []
@@ -201,6 +210,9 @@ def collect_facts(records: Sequence[Record], config: ExtractorConfig | None = No
             for block in record.tool_results():
                 if block.tool_use_id:
                     results[block.tool_use_id] = (block.result_text()[: cfg.max_result_chars], block.is_error)
+                    asked = pending.get(block.tool_use_id)
+                    if asked and asked[1] == "AskUserQuestion" and not block.is_error:
+                        users.append((i, block.result_text()))
             text = record.text
             if not text.strip() or record.tool_results():
                 continue
@@ -281,7 +293,7 @@ def _current_state(facts: SessionFacts, n: int) -> list[str]:
     items += [f"- Pending task ({one_line(t, n)})" for t in open_todos]
     if facts.calls:
         recent = facts.calls[-5:]
-        items.append("Last actions: " + "; ".join(f"{c.name} {one_line(c.target, 80)}" for c in recent))
+        items.append("Last actions: " + "; ".join(f"{c.name} {one_line(facts.rel(c.target), 80)}" for c in recent))
     if facts.last_assistant_text:
         items.append(f"Last assistant message: {one_line(facts.last_assistant_text, n * 2)}")
     return items
@@ -425,7 +437,7 @@ def extract(
     cfg = config or ExtractorConfig()
     n = cfg.max_item_chars
     facts = collect_facts(records, cfg)
-    task = [f"- {clip(t.strip(), n)}" for _, t in facts.requests]
+    task = [f"- {one_line(t, n)}" for _, t in facts.requests]
     task += [
         f"- Earlier context (compact summary): {one_line(_summary_intent(t), n * 3)}"
         for _, t in facts.compact_summaries
