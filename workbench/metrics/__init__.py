@@ -1,0 +1,49 @@
+"""Metrics over replay results: savings, validity, fidelity, cost (one tidy DataFrame per family).
+
+Every frame has one row per ``session_id × strategy × config_hash`` (× ``step`` or × ``event``). The
+definitions, each with a worked example, are in the module docstrings: `workbench.metrics.savings`,
+`workbench.metrics.validity`, `workbench.metrics.fidelity`, `workbench.metrics.cost`.
+"""
+
+from ._common import KEYS, config_hash
+from .cost import calibrate_cost, cost_sessions, cost_steps, load_pricing, price_for, simulate_cache
+from .fidelity import (
+    Fact,
+    FactIndex,
+    extract_facts,
+    fidelity,
+    fidelity_events,
+    fidelity_sessions,
+    reference_fidelity,
+    section_coverage,
+)
+from .savings import BLOCKING_LIMIT, WINDOW, savings_events, savings_sessions, savings_steps
+from .validity import validity_events, validity_rules, validity_sessions, validity_steps
+
+__all__ = [
+    "BLOCKING_LIMIT",
+    "KEYS",
+    "WINDOW",
+    "Fact",
+    "FactIndex",
+    "calibrate_cost",
+    "config_hash",
+    "cost_sessions",
+    "cost_steps",
+    "extract_facts",
+    "fidelity",
+    "fidelity_events",
+    "fidelity_sessions",
+    "load_pricing",
+    "price_for",
+    "reference_fidelity",
+    "savings_events",
+    "savings_sessions",
+    "savings_steps",
+    "section_coverage",
+    "simulate_cache",
+    "validity_events",
+    "validity_rules",
+    "validity_sessions",
+    "validity_steps",
+]

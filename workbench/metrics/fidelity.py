@@ -1,0 +1,585 @@
+"""Fidelity (offline, deterministic): how much of what a compaction dropped survived, and of what mattered.
+
+**Facts.** `extract_facts` pulls string facts out of records, each keeping the uuids of the records it
+came from (one fact seen in several records keeps them all):
+
+========== ============================================================== ==================================
+kind       where from                                                     key (what must survive)
+========== ============================================================== ==================================
+path       tool_use ``file_path``/``path``/``notebook_path``; path-like   last two path components
+           strings (with an extension) in any text                        (``spotter/annotation.ex``)
+symbol     definitions (``def``/``class``/``function``/``defmodule``…)   the identifier
+           in any text; backticked identifiers and snake/camel-case
+           names in assistant and user prose; identifier-like Grep
+           patterns
+command    each part of a Bash command's first line (split on ``&&``,    first three words
+           ``;``, ``|``), ``cd``/``echo`` skipped
+error      the first line of an ``is_error`` tool result and up to three  the line, whitespace-collapsed,
+           lines with error/exception/failed/traceback per result         line-number gutter stripped, ≤ 60
+                                                                          chars
+number     numbers with a unit (ms, s, MB, %, tests, passed, lines…)     number + unit, lower case, no space
+identifier commit SHAs, UUIDs, URLs, ``#123`` references                  the string
+directive  each user-typed message (not tool results, not meta, tags     its content words (≥ 4 letters, not
+/correction such as ``<system-reminder>`` removed); ``correction`` when   stop words, first 30)
+           it says no/don't/instead/wrong/stop/never/actually…
+========== ============================================================== ==================================
+
+**Presence.** A fact is *present* in a text when the same extractors applied to that text yield its
+key (paths match on any ``/``-suffix, so ``/home/u/lib/spotter/annotation.ex`` contains
+``spotter/annotation.ex``); commands and errors match as whitespace-collapsed substrings; directives
+when ≥ 60 % of their content words occur in the text.
+
+**The compacted context at an event.** Events are taken in step order. At an event before call *s* the
+history is the records before call *s*; the event's *newly dropped* records are its ``dropped_uuids``
+not dropped by an earlier event (for ``recorded-compact``: everything before the recording's
+``compact_boundary``); the compacted context is the event's summary text (the last non-empty summary
+when the event has none) plus every history record not dropped so far (for a recorded compaction this
+includes the summary message and re-attached files between the boundary and the next call). A record a
+compaction only *modified* (microcompact clears or truncates tool results) counts as dropped: what
+remains of it is not credited.
+
+**Metrics** (per event; per session pooled over its events):
+
+* ``dropped_recall`` = |facts of newly dropped records present in the compacted context| / |facts of
+  newly dropped records|.
+* ``needed_recall`` (headline) = the same restricted to *needed* facts: facts whose key the recorded
+  future (assistant records from call *s* on: text, thinking, tool inputs) uses again; directives and
+  corrections are standing instructions and always count as needed.
+* Where nothing was dropped (no events, or no facts in the dropped records) both are 1.0 by
+  definition; ``dropped_facts``/``needed_facts`` give the denominators so such rows can be filtered.
+* ``summary_tokens`` = rough tokens (chars/4) of the summary text; ``summary_template`` and
+  ``section_coverage`` = share of the closest template's section headings found in it: the 9
+  sections of Claude Code's compact prompt (docs §5.2) or the 10 of the session-memory template
+  (docs §1.1).
+
+Worked example: records r1 (user: "Please fix the tokenizer bug reported yesterday in
+src/app/parser.py"), r2 (tool_use Bash
+``pytest tests/test_parser.py``), r3 (tool_result "FAILED tests/test_parser.py::test_x - ValueError:
+bad"), then call *s* whose assistant text edits ``app/parser.py``. A compaction drops r1–r3 and writes
+the summary "Fixing src/app/parser.py". Facts of the dropped records: path ``app/parser.py`` (r1),
+path ``tests/test_parser.py`` (r2, r3), command ``pytest tests/test_parser.py`` (r2), error
+``FAILED tests/test_parser.py::test_x - ValueError: bad`` (r3), directive (r1): 5 facts, of which
+only ``app/parser.py`` is in the summary (the directive's content words tokenizer, reported,
+yesterday, parser: 1 of 4 present, below 60 %) → ``dropped_recall`` = 1/5 = 0.2. Needed: ``app/parser.py``
+(used by the future) and the directive (always) → ``needed_recall`` = 1/2 = 0.5.
+
+**Reference.** `reference_fidelity` scores Claude's own compaction summaries the same way: the
+``isCompactSummary`` message of each recorded compaction, and the raw output of the matching
+``agent-acompact-*`` transcript, against the records before the recording's ``compact_boundary``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..replay.engine import strip_recorded_compactions
+from ..transcript.model import Block, Record, Session
+from ..transcript.steps import api_calls
+from ._common import KEYS, as_list, ensure_keys, session_map, share
+
+__all__ = [
+    "COMPACT_SECTIONS",
+    "MEMORY_SECTIONS",
+    "Fact",
+    "FactIndex",
+    "extract_facts",
+    "fidelity",
+    "fidelity_events",
+    "fidelity_sessions",
+    "reference_fidelity",
+    "score_compaction",
+    "section_coverage",
+]
+
+#: Claude Code's compact-summary sections (docs §5.2).
+COMPACT_SECTIONS = (
+    "Primary Request and Intent",
+    "Key Technical Concepts",
+    "Files and Code Sections",
+    "Errors and fixes",
+    "Problem Solving",
+    "All user messages",
+    "Pending Tasks",
+    "Current Work",
+    "Optional Next Step",
+)
+#: Session-memory template sections (docs §1.1).
+MEMORY_SECTIONS = (
+    "Session Title",
+    "Current State",
+    "Task specification",
+    "Files and Functions",
+    "Workflow",
+    "Errors & Corrections",
+    "Codebase and System Documentation",
+    "Learnings",
+    "Key results",
+    "Worklog",
+)
+
+DIRECTIVE_KINDS = frozenset({"directive", "correction"})
+DIRECTIVE_THRESHOLD = 0.6
+MAX_FACTS_PER_BLOCK = 50
+
+_PATH = re.compile(r"(?<![\w@])(?:~|\.{1,2})?/?(?:[\w@+\-.]+/)+[\w@+\-]+\.[A-Za-z0-9]{1,8}\b")
+_ATOM = re.compile(r"[\w][\w.\-/]*[\w]|\w")
+_WORD = re.compile(r"[a-z][a-z0-9_']{3,}")
+_DEF = re.compile(
+    r"\b(?:def|defp|defmacro|defmodule|class|function|func|fn|interface|struct|enum|trait|impl)\s+([A-Za-z_][\w.]*[\w])"
+)
+_BACKTICK = re.compile(r"`([A-Za-z_][\w.:/]*[\w])(?:\([^`]*\))?`")
+_NAMED = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9]|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b")
+_NUMBER = re.compile(
+    r"\b(\d+(?:[.,]\d+)?)\s?(ms|s|sec|seconds|minutes|min|mb|kb|gb|k|%|tokens|tests?|passed|failed|failures?"
+    r"|errors?|warnings?|lines|files|bytes)(?![\w])",
+    re.IGNORECASE,
+)
+_SHA = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_URL = re.compile(r"https?://[^\s<>()\"'`\]]+")
+_ISSUE = re.compile(r"(?<![\w&])#\d{2,}\b")
+_ERROR_LINE = re.compile(
+    r"^(?:\*\* \()?(?:[\w.]*(?:Error|Exception)\b|error\b|ERROR\b|Traceback|FAILED|FAIL\b|panic|fatal)"
+    r"|\b(?:[Ee]rror|ERROR):"
+)
+_GUTTER = re.compile(r"^[\s\d│|>:.\-─└├┌→]*")
+_TAGGED = re.compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>.*?</\1>", re.DOTALL)
+_CORRECTION = re.compile(
+    r"(?:^|\b)(?:no[,.!]|nope|don'?t|do not|doesn'?t|instead|wrong|stop|never|not that|actually|revert|undo)\b",
+    re.IGNORECASE,
+)
+_SPACE = re.compile(r"\s+")
+_STOP_WORDS = (
+        "that this with from have will would should could there their them then than what when where "
+        "which while about into your you're just like also make sure please want need some more other "
+        "only each very been were does done here they these those being because after before over under "
+        "again let's it's i'm can't don't "
+    )
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact: its kind, the key that must survive, a readable text, the records it came from."""
+
+    kind: str
+    key: str
+    text: str
+    uuids: frozenset[str]
+    words: tuple[str, ...] = ()
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _path_key(path: str) -> str:
+    parts = [p for p in path.rstrip("/.,:;").split("/") if p and p not in (".", "..", "~")]
+    return "/".join(parts[-2:])
+
+
+def _path_suffixes(atom: str) -> Iterable[str]:
+    parts = [p for p in atom.split("/") if p]
+    for k in range(1, min(len(parts), 2) + 1):
+        yield "/".join(parts[-k:])
+
+
+def _content_words(text: str) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in _STOP:
+            seen.setdefault(word, None)
+    return tuple(seen)[:30]
+
+
+def _command_keys(command: str) -> list[str]:
+    first = command.strip().splitlines()[0] if command.strip() else ""
+    keys = []
+    for part in re.split(r"&&|\|\||;|\|", first):
+        words = part.strip().split()
+        if not words or words[0] in ("cd", "echo", "true", "false", "export", "set"):
+            continue
+        keys.append(" ".join(words[:3]))
+    return keys
+
+
+def _error_key(line: str) -> str:
+    return _norm(_GUTTER.sub("", line))[:60]
+
+
+def _user_text(record: Record) -> str:
+    if record.kind != "user" or record.is_meta or record.is_compact_summary:
+        return ""
+    text = "\n".join(b.text for b in record.blocks if b.kind == "text")
+    text = _TAGGED.sub(" ", text).strip()
+    if not text or text.startswith("[Request interrupted") or text.startswith("Caveat:"):
+        return ""
+    return text
+
+
+def _input_text(value: Any) -> str:
+    """String values of a tool input, newline-joined (no JSON escaping)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return "\n".join(_input_text(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_input_text(v) for v in value)
+    return ""
+
+
+def _render(record: Record, *, results: bool = True) -> str:
+    """All text of a record as the fact extractors and the presence index read it."""
+    parts: list[str] = []
+    for block in record.blocks:
+        if block.kind in ("text", "thinking"):
+            parts.append(block.text)
+        elif block.kind in ("tool_use", "server_tool_use"):
+            parts.append(f"{block.name or ''}\n{_input_text(block.input)}")
+        elif block.kind == "tool_result" and results:
+            parts.append(block.result_text())
+    return "\n".join(p for p in parts if p)
+
+
+def _text_facts(text: str, *, prose: bool) -> list[tuple[str, str, str]]:
+    """(kind, key, text) facts found in free text; ``prose`` adds the looser symbol patterns."""
+    found: list[tuple[str, str, str]] = []
+    for m in _PATH.findall(text)[:MAX_FACTS_PER_BLOCK]:
+        key = _path_key(m)
+        if "/" in key:
+            found.append(("path", key, m))
+    for m in _DEF.findall(text)[:MAX_FACTS_PER_BLOCK]:
+        found.append(("symbol", m, m))
+    if prose:
+        for m in _BACKTICK.findall(text)[:MAX_FACTS_PER_BLOCK]:
+            if "/" not in m and len(m) >= 3:
+                found.append(("symbol", m, m))
+        for m in _NAMED.findall(text)[:MAX_FACTS_PER_BLOCK]:
+            if len(m) >= 5:
+                found.append(("symbol", m, m))
+    for number, unit in _NUMBER.findall(text)[:MAX_FACTS_PER_BLOCK]:
+        found.append(("number", f"{number}{unit.lower()}", f"{number} {unit}"))
+    for pattern in (_UUID, _SHA, _URL, _ISSUE):
+        for m in pattern.findall(text)[:MAX_FACTS_PER_BLOCK]:
+            found.append(("identifier", m.rstrip(".,;:"), m))
+    return found
+
+
+def _record_facts(record: Record) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    facts: list[tuple[str, str, str, tuple[str, ...]]] = []
+    if record.kind not in ("user", "assistant"):
+        return facts
+    user = _user_text(record)
+    if user:
+        words = _content_words(user)
+        if words:
+            kind = "correction" if _CORRECTION.search(user) else "directive"
+            facts.append((kind, _norm(user)[:200], _norm(user)[:200], words))
+    for block in record.blocks:
+        facts.extend((*f, ()) for f in _block_facts(record, block))
+    return facts
+
+
+def _block_facts(record: Record, block: Block) -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    if block.kind in ("text", "thinking"):
+        if record.kind == "user" and not _user_text(record):
+            return _text_facts(block.text, prose=False)
+        return _text_facts(block.text, prose=True)
+    if block.kind in ("tool_use", "server_tool_use"):
+        data = block.input if isinstance(block.input, Mapping) else {}
+        for field in ("file_path", "path", "notebook_path"):
+            value = data.get(field)
+            if isinstance(value, str) and value:
+                out.append(("path", _path_key(value), value))
+        command = data.get("command")
+        if isinstance(command, str):
+            out.extend(("command", key, key) for key in _command_keys(command))
+        pattern = data.get("pattern")
+        if isinstance(pattern, str) and re.fullmatch(r"[A-Za-z_][\w.]{3,}", pattern):
+            out.append(("symbol", pattern, pattern))
+        out.extend(_text_facts(_input_text(data), prose=False))
+        return out
+    if block.kind == "tool_result":
+        text = block.result_text()
+        lines = [line for line in text.splitlines() if line.strip()]
+        errors = [lines[0]] if block.is_error and lines else []
+        errors += [line for line in lines if _ERROR_LINE.search(_GUTTER.sub("", line))][:3]
+        for line in errors:
+            key = _error_key(line)
+            if len(key) >= 8:
+                out.append(("error", key, line.strip()[:200]))
+        out.extend(_text_facts(text, prose=False))
+    return out
+
+
+def extract_facts(records: Sequence[Record]) -> list[Fact]:
+    """Facts in ``records``, one per (kind, key), each with the uuids of every record it occurs in."""
+    merged: dict[tuple[str, str], list[Any]] = {}
+    for record in records:
+        for kind, key, text, words in _record_facts(record):
+            if not key:
+                continue
+            entry = merged.setdefault((kind, key), [text, set(), words])
+            if record.uuid is not None:
+                entry[1].add(record.uuid)
+    return [Fact(kind, key, text, frozenset(uuids), words) for (kind, key), (text, uuids, words) in merged.items()]
+
+
+class FactIndex:
+    """What a text contains, in the form `Fact` keys are checked against."""
+
+    def __init__(self, texts: Iterable[str]):
+        text = "\n".join(t for t in texts if t)
+        self.flat = _norm(text)
+        self.atoms: set[str] = set()
+        for atom in _ATOM.findall(text):
+            atom = atom.rstrip(".-/")
+            self.atoms.add(atom)
+            if "/" in atom:
+                self.atoms.update(_path_suffixes(atom))
+            if "." in atom:
+                self.atoms.update(atom.split("."))
+        self.atoms.update(_path_key(m) for m in _PATH.findall(text))
+        self.atoms.update(f"{n}{u.lower()}" for n, u in _NUMBER.findall(text))
+        self.atoms.update(m.rstrip(".,;:") for m in _URL.findall(text))
+        self.atoms.update(_ISSUE.findall(text))
+        self.words = set(_WORD.findall(text.lower()))
+
+    def __contains__(self, fact: Fact) -> bool:
+        if fact.kind in DIRECTIVE_KINDS:
+            if not fact.words:
+                return True
+            return sum(w in self.words for w in fact.words) / len(fact.words) >= DIRECTIVE_THRESHOLD
+        if fact.kind in ("command", "error"):
+            return fact.key in self.flat
+        return fact.key in self.atoms
+
+
+def section_coverage(text: str | None) -> dict[str, Any]:
+    """Which template a summary follows and the share of its section headings present."""
+    text = text or ""
+    lowered = text.lower()
+    best = ("none", 0.0, 0)
+    for name, sections in (("compact", COMPACT_SECTIONS), ("session-memory", MEMORY_SECTIONS)):
+        found = sum(section.lower() in lowered for section in sections)
+        share = found / len(sections)
+        if share > best[1]:
+            best = (name, share, found)
+    return {
+        "summary_chars": len(text),
+        "summary_tokens": round(len(text) / 4),
+        "summary_template": best[0],
+        "section_coverage": best[1],
+        "sections_found": best[2],
+    }
+
+
+def score_compaction(
+    facts: Sequence[Fact], dropped: set[str], context: FactIndex, future: FactIndex
+) -> dict[str, Any]:
+    """Counts and recalls for one compaction: ``dropped`` uuids, the compacted ``context``, the ``future``."""
+    lost = [f for f in facts if f.uuids & dropped]
+    present = [f in context for f in lost]
+    needed = [f.kind in DIRECTIVE_KINDS or f in future for f in lost]
+    n_dropped = len(lost)
+    n_kept = sum(present)
+    n_needed = sum(needed)
+    n_needed_kept = sum(p and n for p, n in zip(present, needed, strict=True))
+    by_kind: dict[str, list[int]] = {}
+    for fact, p, n in zip(lost, present, needed, strict=True):
+        counts = by_kind.setdefault(fact.kind, [0, 0])
+        if n:
+            counts[0] += 1
+            counts[1] += int(p)
+    return {
+        "dropped_records": len(dropped),
+        "dropped_facts": n_dropped,
+        "dropped_facts_kept": n_kept,
+        "needed_facts": n_needed,
+        "needed_facts_kept": n_needed_kept,
+        "dropped_recall": n_kept / n_dropped if n_dropped else 1.0,
+        "needed_recall": n_needed_kept / n_needed if n_needed else 1.0,
+        "needed_by_kind": ",".join(f"{k}:{v[1]}/{v[0]}" for k, v in sorted(by_kind.items()) if v[0]),
+    }
+
+
+def _future_index(records: Sequence[Record], start: int) -> FactIndex:
+    return FactIndex(_render(r) for r in records[start:] if r.kind == "assistant")
+
+
+def _session_facts(records: Sequence[Record]) -> list[Fact]:
+    return extract_facts(records)
+
+
+def fidelity_events(session: Session, events: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per compaction event of ``session`` (any number of strategies/configs in ``events``).
+
+    Recomputes the dropped and kept record sets from the events' uuids (see the module docstring).
+    """
+    frame = ensure_keys(pd.DataFrame(list(events)) if not isinstance(events, pd.DataFrame) else events)
+    frame = frame[frame["session_id"] == session.id]
+    rows: list[dict[str, Any]] = []
+    if frame.empty:
+        return pd.DataFrame(rows)
+    original = session.conversation()
+    stripped, _ = strip_recorded_compactions(original)
+    cache: dict[int, tuple[list[Record], list[Fact], list[Any], list[int]]] = {}
+
+    def prepared(records: list[Record]) -> tuple[list[Record], list[Fact], list[Any], list[int]]:
+        key = id(records)
+        if key not in cache:
+            boundaries = [i for i, r in enumerate(records) if r.is_compact_boundary]
+            cache[key] = (records, _session_facts(records), api_calls(records), boundaries)
+        return cache[key]
+
+    for keys, group in frame.groupby(KEYS, sort=True):
+        group = group.sort_values("step", kind="stable")
+        recorded = (group["kind"] == "recorded-compact").any()
+        records, facts, calls, boundaries = prepared(original if recorded else stripped)
+        dropped_so_far: set[str] = set()
+        summary: str | None = None
+        recorded_seen = 0
+        for event_no, event in enumerate(group.to_dict("records")):
+            step = int(event["step"])
+            point = calls[step].first if step < len(calls) else len(records)
+            history = records[:point]
+            if event["kind"] == "recorded-compact":
+                cut = boundaries[recorded_seen] if recorded_seen < len(boundaries) else point
+                recorded_seen += 1
+                dropped = {r.uuid for r in records[:cut] if r.uuid is not None}
+            else:
+                dropped = {u for u in as_list(event.get("dropped_uuids")) if u is not None}
+            history_uuids = {r.uuid for r in history}
+            new = (dropped & history_uuids) - dropped_so_far
+            dropped_so_far |= new
+            if event["kind"] == "recorded-compact":
+                dropped_so_far |= dropped & history_uuids
+            text = event.get("summary")
+            if isinstance(text, str) and text:
+                summary = text
+            kept = [r for r in history if r.uuid is None or r.uuid not in dropped_so_far]
+            context = FactIndex([summary or "", *(_render(r) for r in kept)])
+            score = score_compaction(facts, new, context, _future_index(records, point))
+            rows.append(
+                {
+                    **dict(zip(KEYS, keys, strict=True)),
+                    "event": event_no,
+                    "kind": event["kind"],
+                    "step": step,
+                    "kept_records": len(kept),
+                    **score,
+                    **section_coverage(event.get("summary") if isinstance(event.get("summary"), str) else None),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def fidelity_sessions(
+    per_event: pd.DataFrame, steps: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Per session × strategy × config_hash: recalls pooled over events (1.0 where nothing was dropped).
+
+    ``steps`` (optional) lists the session × strategy cells that had no event at all, so they appear
+    with 1.0 too.
+    """
+    columns = [*KEYS, "compactions", "dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept",
+               "dropped_recall", "needed_recall", "summary_tokens", "section_coverage"]
+    if per_event is None or per_event.empty:
+        out = pd.DataFrame(columns=columns)
+    else:
+        out = per_event.groupby(KEYS, sort=True).agg(
+            compactions=("event", "size"),
+            dropped_facts=("dropped_facts", "sum"),
+            dropped_facts_kept=("dropped_facts_kept", "sum"),
+            needed_facts=("needed_facts", "sum"),
+            needed_facts_kept=("needed_facts_kept", "sum"),
+            summary_tokens=("summary_tokens", "mean"),
+            section_coverage=("section_coverage", "mean"),
+        ).reset_index()
+        out["dropped_recall"] = share(out["dropped_facts_kept"], out["dropped_facts"], 1.0)
+        out["needed_recall"] = share(out["needed_facts_kept"], out["needed_facts"], 1.0)
+        out = out[columns]
+    if steps is not None and len(steps):
+        cells = ensure_keys(steps)[KEYS].drop_duplicates()
+        out = cells.merge(out, on=KEYS, how="left") if len(out) else cells.reindex(columns=columns)
+        for column in ("compactions", "dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept"):
+            out[column] = out[column].fillna(0).astype(int)
+        for column in ("dropped_recall", "needed_recall"):
+            out[column] = out[column].astype(float).fillna(1.0)
+    return out.reset_index(drop=True)
+
+
+def fidelity(sessions: Iterable[Session] | Mapping[str, Session], events: pd.DataFrame) -> pd.DataFrame:
+    """`fidelity_events` over every session in ``sessions`` that has events."""
+    by_id = session_map(sessions)
+    frames = [
+        fidelity_events(by_id[sid], events[events["session_id"] == sid])
+        for sid in sorted(set(events.get("session_id", pd.Series(dtype=object)))) if sid in by_id
+    ]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _acompact_output(session: Session) -> str:
+    texts = [r.text for r in session.conversation() if r.kind == "assistant" and r.text]
+    return "\n".join(texts)
+
+
+def reference_fidelity(sessions: Iterable[Session]) -> pd.DataFrame:
+    """Claude's own compactions scored like a strategy's (one row per recorded compaction × source).
+
+    ``source`` is ``compact-summary`` (the ``isCompactSummary`` message that replaced the history) or
+    ``acompact-transcript`` (the raw ``<analysis>``+``<summary>`` output of the ``agent-acompact-*``
+    transcript whose parent is the session; matched to the session's compactions in order).
+    """
+    items = list(sessions)
+    acompact: dict[str, list[Session]] = {}
+    for s in items:
+        if s.agent_id and s.agent_id.startswith("acompact") and s.parent_session_id:
+            acompact.setdefault(s.parent_session_id, []).append(s)
+    rows = []
+    for session in items:
+        if session.is_subagent:
+            continue
+        records = session.conversation()
+        boundaries = [i for i, r in enumerate(records) if r.is_compact_boundary]
+        if not boundaries:
+            continue
+        facts = _session_facts(records)
+        calls = api_calls(records)
+        children = sorted(acompact.get(session.session_id or session.id, []),
+                          key=lambda s: min((r.timestamp or "" for r in s.records), default=""))
+        previous = 0
+        for number, cut in enumerate(boundaries):
+            point = next((c.first for c in calls if c.first > cut), len(records))
+            dropped = {r.uuid for r in records[previous:cut] if r.uuid is not None}
+            between = records[cut + 1 : point]
+            summary = next((r.text for r in between if r.is_compact_summary), "")
+            others = [_render(r) for r in between if not r.is_compact_summary]
+            future = _future_index(records, point)
+            candidates = [("compact-summary", summary, session.id)]
+            if number < len(children):
+                candidates.append(("acompact-transcript", _acompact_output(children[number]), children[number].id))
+            for source, text, origin in candidates:
+                context = FactIndex([text, *others])
+                rows.append(
+                    {
+                        "session_id": session.id,
+                        "strategy": "claude-recorded",
+                        "config_hash": source,
+                        "source": source,
+                        "origin": origin,
+                        "event": number,
+                        "step": next((c.step for c in calls if c.first > cut), len(calls)),
+                        **score_compaction(facts, dropped, context, future),
+                        **section_coverage(text),
+                    }
+                )
+            previous = cut
+    return pd.DataFrame(rows)

@@ -1,0 +1,310 @@
+"""Summarise a replay output folder: savings, validity, fidelity and cost per session and strategy.
+
+A *results folder* holds one or more *run folders* (the folder itself, or any sub-folder), each written
+by ``workbench replay PATHS --strategy NAME --out DIR``: ``steps.parquet``, ``events.parquet`` and,
+optionally, ``manifest.json``::
+
+    {"strategy": "sm-compact", "config": {...}, "config_hash": "…",   # config_hash optional
+     "estimator": "claude-rough", "format": null,
+     "inputs": ["/path/to/corpus", ...]}                           # the PATHS given to `replay`
+
+`write_manifest` writes it. Fidelity and the recorded output tokens in the cost need the sessions:
+`report` takes them from ``sessions=`` or loads the manifest ``inputs`` (relative paths resolve
+against the run folder); without either, those columns are None and ``notes`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, session_map, share
+from .metrics.cost import calibrate_cost, cost_sessions, load_pricing
+from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
+from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
+from .metrics.validity import validity_sessions
+from .transcript.model import Session
+
+__all__ = ["load_results", "render_report", "report", "write_manifest"]
+
+
+def write_manifest(
+    out: str | Path,
+    strategy: str,
+    config: Mapping[str, Any],
+    inputs: Sequence[str | Path],
+    *,
+    estimator: str = "claude-rough",
+    fmt: str | None = None,
+) -> Path:
+    """Write ``manifest.json`` next to a run's parquet files (what `report` reads)."""
+    path = Path(out) / "manifest.json"
+    data = {
+        "strategy": strategy,
+        "config": dict(config),
+        "config_hash": config_hash(strategy, config),
+        "estimator": estimator,
+        "format": fmt,
+        "inputs": [str(Path(p).resolve()) for p in inputs],
+    }
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    """All runs under ``results_dir``: concatenated ``(steps, events)`` with ``config_hash``, and the runs."""
+    root = Path(results_dir)
+    steps_frames, event_frames, runs = [], [], []
+    for steps_path in sorted(root.rglob("steps.parquet")):
+        folder = steps_path.parent
+        manifest: dict[str, Any] = {}
+        if (folder / "manifest.json").is_file():
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        steps = pd.read_parquet(steps_path)
+        events = pd.read_parquet(folder / "events.parquet") if (folder / "events.parquet").is_file() else pd.DataFrame()
+        chash = manifest.get("config_hash") or (
+            config_hash(manifest["strategy"], manifest.get("config")) if "strategy" in manifest else UNKNOWN_CONFIG
+        )
+        for frame in (steps, events):
+            if len(frame) and "config_hash" not in frame.columns:
+                frame["config_hash"] = chash
+        steps_frames.append(steps)
+        if len(events):
+            event_frames.append(events)
+        inputs = [str(p if Path(p).is_absolute() else (folder / p).resolve()) for p in manifest.get("inputs", [])]
+        runs.append({
+            "path": str(folder),
+            "strategy": manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None),
+            "config_hash": chash,
+            "config": manifest.get("config"),
+            "inputs": inputs,
+            "sessions": int(steps["session_id"].nunique()) if len(steps) else 0,
+            "steps": len(steps),
+        })
+    steps = pd.concat(steps_frames, ignore_index=True) if steps_frames else pd.DataFrame()
+    events = pd.concat(event_frames, ignore_index=True) if event_frames else pd.DataFrame()
+    return steps, events, runs
+
+
+def _load_sessions(runs: Sequence[Mapping[str, Any]], wanted: set[str]) -> dict[str, Session]:
+    from .transcript import load_paths
+
+    paths = sorted({p for run in runs for p in run.get("inputs", [])})
+    if not paths:
+        return {}
+    return {s.id: s for s in load_paths([Path(p) for p in paths]) if s.id in wanted}
+
+
+def _baseline(steps: pd.DataFrame, sessions: Mapping[str, Session]) -> pd.DataFrame | None:
+    """Uncompacted sizes per (session, step): a ``none`` run when present, else a ``none`` replay."""
+    none = steps[steps["strategy"] == "none"] if len(steps) else steps
+    have = set(none["session_id"]) if len(none) else set()
+    extra = [s for sid, s in sessions.items() if sid not in have]
+    frames = [none[["session_id", "step", "tokens_without_compaction"]]] if len(none) else []
+    if extra:
+        from .replay import replay_session
+        from .strategies import create
+
+        strategy = create("none")
+        rows = [row for s in extra for row in replay_session(s, strategy).steps]
+        frames.append(pd.DataFrame(rows)[["session_id", "step", "tokens_without_compaction"]])
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def report(
+    results_dir: str | Path,
+    *,
+    sessions: Iterable[Session] | Mapping[str, Session] | None = None,
+    window: int = WINDOW,
+    blocking_limit: int = BLOCKING_LIMIT,
+    pricing_path: str | None = None,
+    summarizer_input: str = "cache_read",
+) -> dict[str, Any]:
+    """Summary of every run under ``results_dir`` as a JSON-serialisable dict.
+
+    Keys: ``results_dir``; ``runs`` (one per run folder); ``sessions`` (one row per session × strategy ×
+    config_hash with at least ``tokens_saved``, ``peak_context_tokens``, ``violations``,
+    ``needed_recall``, ``dropped_recall``, ``cost_usd``); ``strategies`` (the same pooled per strategy ×
+    config_hash); ``reference`` (Claude's recorded summaries scored like strategies);
+    ``calibration`` (cost simulation vs recorded usage, for ``none``/``recorded`` runs); ``notes``.
+    """
+    steps, events, runs = load_results(results_dir)
+    notes: list[str] = []
+    if steps.empty:
+        return {"results_dir": str(results_dir), "runs": runs, "sessions": [], "strategies": [], "reference": [],
+                "calibration": [], "notes": ["no steps.parquet found"]}
+    wanted = set(steps["session_id"])
+    by_id = session_map(sessions)
+    by_id = {k: v for k, v in by_id.items() if k in wanted} if by_id else _load_sessions(runs, wanted)
+    missing = wanted - set(by_id)
+    if missing:
+        notes.append(f"{len(missing)} of {len(wanted)} sessions not available (pass sessions= or a manifest.json "
+                     "with inputs): their fidelity is None and their cost omits output tokens")
+    if "none" not in set(steps["strategy"]) and not by_id:
+        notes.append("no `none` run and no sessions: tokens saved by `recorded` are measured against its own "
+                     "compacted context")
+
+    baseline = _baseline(steps, by_id)
+    pricing = load_pricing(pricing_path)
+    saving = savings_sessions(steps, events, window=window, blocking_limit=blocking_limit, baseline=baseline)
+    valid = validity_sessions(steps, events)
+    money = cost_sessions(steps, events, by_id, pricing=pricing, summarizer_input=summarizer_input)  # type: ignore[arg-type]
+    table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=KEYS, how="left")
+    table = table.merge(money[[*KEYS, "cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "summarizer_share"]],
+                        on=KEYS, how="left")
+    if by_id:
+        available = steps[steps["session_id"].isin(by_id)]
+        per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
+        fid = fidelity_sessions(per_event, available)
+        table = table.merge(
+            fid[[*KEYS, "dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept",
+                 "dropped_recall", "needed_recall", "summary_tokens", "section_coverage"]],
+            on=KEYS, how="left",
+        )
+    else:
+        for column in ("dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept",
+                       "dropped_recall", "needed_recall", "summary_tokens", "section_coverage"):
+            table[column] = None
+    strategies = _pooled(table)
+    reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()
+    calibration = pd.DataFrame()
+    if by_id and {"none", "recorded"} & set(steps["strategy"]):
+        calibration = calibrate_cost(steps, events, by_id, pricing=pricing)
+        if len(calibration):
+            for name, group in calibration.groupby("strategy"):
+                notes.append(f"cost calibration ({name}): median error {group['cost_error'].median():.1%} over "
+                             f"{len(group)} sessions")
+    return {
+        "results_dir": str(results_dir),
+        "window": window,
+        "blocking_limit": blocking_limit,
+        "runs": runs,
+        "sessions": _records(table),
+        "strategies": _records(strategies),
+        "reference": _records(reference.drop(columns=["needed_by_kind"], errors="ignore")) if len(reference) else [],
+        "calibration": _records(calibration),
+        "notes": notes,
+    }
+
+
+def _pooled(table: pd.DataFrame) -> pd.DataFrame:
+    group = table.groupby(["strategy", "config_hash"], sort=True)
+    out = group.agg(
+        sessions=("session_id", "nunique"),
+        steps=("steps", "sum"),
+        input_tokens=("input_tokens", "sum"),
+        input_tokens_without=("input_tokens_without", "sum"),
+        tokens_saved=("tokens_saved", "sum"),
+        peak_context_tokens=("peak_context_tokens", "max"),
+        steps_blocked=("steps_blocked", "sum"),
+        steps_blocked_without=("steps_blocked_without", "sum"),
+        compactions=("compactions", "sum"),
+        violating_steps=("violating_steps", "sum"),
+        violations=("violations", "sum"),
+        compaction_violations=("compaction_violations", "sum"),
+        repairs=("repairs", "sum"),
+        fallbacks=("fallbacks", "sum"),
+        cost_usd=("cost_usd", "sum"),
+        summarizer_cost_usd=("summarizer_cost_usd", "sum"),
+    ).reset_index()
+    out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)
+    out["violation_rate"] = out["violating_steps"] / out["steps"].where(out["steps"] > 0)
+    out["compaction_violation_rate"] = out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)
+    out["cost_per_1k_steps"] = out["cost_usd"] / out["steps"].where(out["steps"] > 0) * 1000
+    if table["needed_facts"].notna().any():
+        facts = group[["dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept"]].sum().reset_index()
+        facts["dropped_recall"] = share(facts["dropped_facts_kept"], facts["dropped_facts"], 1.0)
+        facts["needed_recall"] = share(facts["needed_facts_kept"], facts["needed_facts"], 1.0)
+        out = out.merge(facts, on=["strategy", "config_hash"], how="left")
+    else:
+        out["dropped_recall"] = None
+        out["needed_recall"] = None
+    return out
+
+
+def _fmt(value: Any, kind: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if kind == "pct":
+        return f"{value:.1%}"
+    if kind == "usd":
+        return f"${value:,.2f}"
+    if kind == "recall":
+        return f"{value:.3f}"
+    if isinstance(value, float):
+        return f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+_COLUMNS = (
+    ("strategy", "strategy", ""),
+    ("config", "config_hash", ""),
+    ("sessions", "sessions", ""),
+    ("steps", "steps", ""),
+    ("saved", "saved_share", "pct"),
+    ("tokens saved", "tokens_saved", ""),
+    ("peak ctx", "peak_context_tokens", ""),
+    ("blocked w/o", "steps_blocked_without", ""),
+    ("blocked", "steps_blocked", ""),
+    ("compactions", "compactions", ""),
+    ("viol. steps", "violating_steps", ""),
+    ("viol. rate", "violation_rate", "pct"),
+    ("needed recall", "needed_recall", "recall"),
+    ("dropped recall", "dropped_recall", "recall"),
+    ("cost", "cost_usd", "usd"),
+    ("$/1k steps", "cost_per_1k_steps", "usd"),
+)
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
+    cells = [[title for title, _, _ in columns]]
+    cells += [[_fmt(row.get(key), kind) for _, key, kind in columns] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+             for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
+    """Plain-text rendering of a `report` dict."""
+    out = [f"Replay report: {data['results_dir']}  ({len(data['runs'])} runs; window {data.get('window'):,}, "
+           f"blocking limit {data.get('blocking_limit'):,})", ""]
+    out += ["By strategy", _table(data["strategies"], _COLUMNS), ""]
+    if per_session and data["sessions"]:
+        columns = (("session", "session_id", ""), *_COLUMNS[:2], *_COLUMNS[3:4], *_COLUMNS[4:7], *_COLUMNS[9:11],
+                   *_COLUMNS[12:15])
+        rows = [{**r, "session_id": str(r["session_id"])[:44]} for r in data["sessions"]]
+        out += ["By session", _table(rows, columns), ""]
+    if data.get("reference"):
+        cols = (("session", "session_id", ""), ("source", "source", ""), ("step", "step", ""),
+                ("dropped facts", "dropped_facts", ""), ("needed facts", "needed_facts", ""),
+                ("needed recall", "needed_recall", "recall"), ("dropped recall", "dropped_recall", "recall"),
+                ("summary tok", "summary_tokens", ""), ("sections", "section_coverage", "pct"))
+        rows = [{**r, "session_id": str(r["session_id"])[:36]} for r in data["reference"]]
+        out += ["Claude's recorded compactions (reference)", _table(rows, cols), ""]
+    if data.get("calibration"):
+        cols = (("session", "session_id", ""), ("strategy", "strategy", ""), ("steps", "steps", ""),
+                ("recorded", "recorded_cost_usd", "usd"), ("simulated", "simulated_cost_usd", "usd"),
+                ("error", "cost_error", "pct"))
+        rows = [{**r, "session_id": str(r["session_id"])[:44]} for r in data["calibration"]]
+        out += ["Cost simulation vs recorded usage", _table(rows, cols), ""]
+    out += [f"note: {n}" for n in data.get("notes", [])]
+    return "\n".join(out).rstrip() + "\n"
