@@ -34,6 +34,7 @@ from .template import (
 __all__ = [
     "ExtractorConfig",
     "MemoryExtractor",
+    "OfflineExtractor",
     "OfflineMemoryExtractor",
     "SessionFacts",
     "clip",
@@ -492,3 +493,7 @@ class OfflineMemoryExtractor:
 
     def extract(self, records: Sequence[Record], previous: SessionMemory | None = None) -> SessionMemory:
         return extract(records, previous, self.config)
+
+
+#: Alias kept for callers written against the planned name (``workbench.strategies.sm_compact``).
+OfflineExtractor = OfflineMemoryExtractor
