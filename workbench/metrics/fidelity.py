@@ -155,11 +155,11 @@ _CORRECTION = re.compile(
 )
 _SPACE = re.compile(r"\s+")
 _STOP_WORDS = (
-        "that this with from have will would should could there their them then than what when where "
-        "which while about into your you're just like also make sure please want need some more other "
-        "only each very been were does done here they these those being because after before over under "
-        "again let's it's i'm can't don't "
-    )
+    "that this with from have will would should could there their them then than what when where "
+    "which while about into your you're just like also make sure please want need some more other "
+    "only each very been were does done here they these those being because after before over under "
+    "again let's it's i'm can't don't "
+)
 _STOP = frozenset(_STOP_WORDS.split())
 
 
