@@ -23,6 +23,7 @@ check: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_tokens.py
+	$(BIN)/python benchmarks/bench_replay.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

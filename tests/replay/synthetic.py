@@ -12,7 +12,8 @@ from workbench.tokens.estimators import get_estimator
 from workbench.transcript import Block, Record, Session
 
 
-def _rec(kind: str, uuid: str, blocks, *, mid=None, usage=None, string=False, ts="2026-01-01T00:00:00Z") -> Record:
+def _record(kind: str, uuid: str, blocks, *, mid=None, usage=None, string=False, minute: int = 0) -> Record:
+    ts = f"2026-01-01T{minute // 60 % 24:02d}:{minute % 60:02d}:00Z"  # one minute per record
     return Record(
         kind=kind, uuid=uuid, role=kind, message_id=mid, usage=usage, timestamp=ts,
         blocks=tuple(Block.text_block(blocks) if string else Block.from_raw(b) for b in ([blocks] if string else blocks)),
@@ -30,6 +31,9 @@ def make_session(turns: int = 6, tools: int = 3, result_chars: int = 8_000, over
         sent = sum(rough.count_many(records))
         return {"input_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": overhead + sent,
                 "output_tokens": output}
+
+    def _rec(*args, **kwargs) -> Record:
+        return _record(*args, minute=len(records), **kwargs)
 
     for t in range(turns):
         records.append(_rec("user", f"u{t}", f"Turn {t}: please fix bug {t} in src/mod{t}.py", string=True))

@@ -89,11 +89,11 @@ def summarizer_for(name: str) -> Any:
 
 def full_compaction(view: ContextView, config: FullCompactConfig, *, trigger: str, fallbacks: tuple[str, ...] = ()) -> Compaction:
     """Summarise everything and keep nothing."""
-    from ..summarize.prompt import compact_user_summary_message, format_compact_summary
+    from ..summarize.prompt import compact_user_summary_message
 
     records = list(view.records)
     raw_summary = summarizer_for(config.summarizer).summarize(records)
-    text = compact_user_summary_message(format_compact_summary(raw_summary), config.suppress_follow_up_questions)
+    text = compact_user_summary_message(raw_summary, config.suppress_follow_up_questions)
     boundary = compact_boundary(trigger, view.tokens, records[-1] if records else None)
     summary = summary_message(text, boundary)
     attachments = post_compact_file_attachments(records, config)

@@ -11,6 +11,8 @@ without tool calls. When the auto-compact threshold is crossed:
 3. keep window = ``calculateMessagesToKeepIndex`` (minTokens 10k, minTextBlockMessages 5, maxTokens 40k,
    floor = last boundary + 1) then ``adjustIndexToPreserveAPIInvariants`` (``sm-compact``), or the raw
    window without the adjustment (``sm-compact-naive``, unsafe: the article's ~2.79% failure mode);
+   ``thinking_aware=True`` adds `workbench.api.invariants.adjust_for_thinking` (our extension: the
+   reference adjustment leaves the kept tool loop opening without thinking in ~4% of cuts);
 4. post-compact size (``estimateMessageTokens`` of the new context: the string-content summary counts 0,
    docs §2.6 step 8) ≥ threshold → fall back to full compaction;
 5. ``lastSummarizedMessageId`` is reset; memory and ``tokensAtLastExtraction`` are kept (docs §1.2).
@@ -30,7 +32,10 @@ from .records import compact_boundary, summary_message
 from .registry import register
 from .triggers import AutoCompactTrigger
 
-__all__ = ["SMCompact", "SMCompactConfig", "SMCompactNaive", "SMState", "sm_compaction"]
+__all__ = ["SMCompact", "SMCompactConfig", "SMCompactNaive", "SMCompactThinking", "SMState", "sm_compaction"]
+
+#: Where the notes would live (docs §1.1); named in the truncation note of the summary message.
+MEMORY_PATH = "~/.claude/projects/<cwd>/<session>/session-memory/summary.md"
 
 
 class SMCompactConfig(StrategyConfig):
@@ -42,6 +47,9 @@ class SMCompactConfig(StrategyConfig):
     minimum_tokens_between_update: int = Field(5_000, ge=0)
     tool_calls_between_updates: int = Field(3, ge=0)
     extractor: str = "offline"
+    thinking_aware: bool = Field(
+        False, description="also move the cut so the kept tool loop opens with thinking (our extension)"
+    )
     full_compact: FullCompactConfig = FullCompactConfig()
 
     @model_validator(mode="after")
@@ -85,7 +93,7 @@ def observe_sm(view: ContextView, state: SMState) -> None:
     if not records or view.is_subagent:
         return  # the hook runs only for the main REPL thread (docs §1.3)
     if state.trigger.observe(records, tokens=view.tokens).extracted:
-        state.memory = extractor.OfflineExtractor().extract(records, state.memory)
+        state.memory = extractor.OfflineMemoryExtractor().extract(records, state.memory)
         state.extractions += 1
         state.history.append({"step": view.step, "memory": state.memory})
 
@@ -93,7 +101,7 @@ def observe_sm(view: ContextView, state: SMState) -> None:
 def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *, adjust: bool) -> Compaction:
     """``trySessionMemoryCompaction`` with its fallbacks to full compaction (docs §2.6, §10)."""
     from ..strategies.keep_window import keep_window
-    from ..summarize.prompt import compact_user_summary_message
+    from ..summarize.prompt import sm_compact_summary_message
 
     _, template, _ = _memory_api()
     records = list(view.records)
@@ -103,7 +111,7 @@ def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *,
 
     if state.memory is None:
         return fallback("no session memory")
-    content = state.memory.render() if hasattr(state.memory, "render") else str(state.memory)
+    content = state.memory.text
     if template.is_session_memory_empty(content):
         return fallback("session memory is the empty template")
     last_id = state.trigger.last_summarized_message_id
@@ -122,11 +130,13 @@ def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *,
         counts=view.padded,
     )
     start = window.start if adjust else window.naive_start
+    if adjust and config.thinking_aware:
+        from ..api.invariants import adjust_for_thinking
+
+        thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
+        start = adjust_for_thinking(records, window.naive_start, thinking=thinking)
     kept = [r for r in records[start:] if not r.is_compact_boundary]
-    truncated, was_truncated = template.truncate_session_memory_for_compact(content)
-    text = compact_user_summary_message(truncated, True, None, True)
-    if was_truncated:
-        text += "\n\nSome session memory sections were truncated for length. The full session memory can be viewed at: session-memory/summary.md"
+    text = sm_compact_summary_message(content, transcript_path=None, memory_path=MEMORY_PATH)
     boundary = compact_boundary("auto", view.tokens, records[-1] if records else None)
     summary = summary_message(text, boundary)
     padded = dict(zip((id(r) for r in records), view.padded, strict=True))
@@ -165,6 +175,17 @@ class SMCompact(Strategy):
         if not self.config.trigger.is_above_threshold(view.tokens):
             return None
         return sm_compaction(view, state, self.config, adjust=self.adjust)
+
+
+class SMCompactThinkingConfig(SMCompactConfig):
+    thinking_aware: bool = True
+
+
+@register
+class SMCompactThinking(SMCompact):
+    name = "sm-compact-thinking"
+    description = "Session-memory compaction whose cut also keeps the kept tool loop opening with thinking."
+    Config = SMCompactThinkingConfig
 
 
 @register
