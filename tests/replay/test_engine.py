@@ -5,7 +5,7 @@ from __future__ import annotations
 from synthetic import make_session
 
 from workbench.replay import replay_frames, replay_session
-from workbench.tokens.context import token_count_with_estimation
+from workbench.tokens.context import prompt_tokens, token_count_with_estimation
 from workbench.transcript.steps import api_calls
 from workbench.strategies import create
 
@@ -19,7 +19,10 @@ def test_none_reports_one_step_per_api_call_and_recorded_sizes() -> None:
     assert all(row["context_tokens"] == row["tokens_without_compaction"] for row in result.steps)
     # before divergence the engine's O(1) size is exactly Claude Code's tokenCountWithEstimation
     records = list(session.records)
-    for row, call in zip(result.steps, api_calls(records), strict=True):
+    calls = api_calls(records)
+    first_prompt = prompt_tokens(records[calls[0].first].usage)
+    assert result.steps[0]["context_tokens"] == first_prompt  # the overhead makes step 0 exact
+    for row, call in zip(result.steps[1:], calls[1:], strict=True):
         assert row["context_tokens"] == token_count_with_estimation(records[: call.first])
 
 

@@ -1,9 +1,11 @@
 """The replay engine: walk a recorded session one API call at a time through a strategy.
 
 Open loop: the recorded future does not change when we compact differently. Before each recorded API
-call (a *step*: all records sharing one ``message.id``) the engine appends the records recorded since
-the previous step to the context, lets the strategy observe them and decide whether to compact, and
-validates the request the strategy's context produces (`workbench.api`).
+call (a *step*: all records sharing one ``message.id``) the engine first runs the strategy's
+post-sampling hook for the previous response (`Strategy.observe` sees the context sent for that call
+plus the response's assistant records, as Claude Code's hook does), then appends the records recorded
+since, lets the strategy decide whether to compact, and validates the request the strategy's context
+produces (`workbench.api`).
 
 Recorded compactions (``compact_boundary`` lines and ``isCompactSummary`` messages) are data: the
 default strips them and lets the strategy re-decide; a strategy with ``strips_recorded = False`` (the
@@ -11,6 +13,10 @@ default strips them and lets the strategy re-decide; a strategy with ``strips_re
 
 Token accounting (the ``token_source`` column):
 
+* Before the first recorded usage of a segment (the session's first call, the first call after a
+  recorded boundary), Claude Code's estimate is the rough size of the messages alone; the engine adds
+  the session's measured overhead (system prompt, tools: first call's prompt size minus the rough size
+  of its messages), so the first step reports exactly the recorded request size.
 * ``recorded``: until the first compaction the context *is* the recorded one, so its size is Claude
   Code's own ``tokenCountWithEstimation`` (last recorded usage + rough estimate of what followed it).
   Where recorded compactions were stripped, the usage recorded after a boundary measured Claude Code's
@@ -74,7 +80,12 @@ def strip_recorded_compactions(records: Sequence[Record]) -> tuple[list[Record],
 class _UncompactedSize:
     """``tokenCountWithEstimation`` over the uncompacted record list in O(1) per query."""
 
-    def __init__(self, records: Sequence[Record], rough: Sequence[int], boundaries: Sequence[tuple[int, Record]]):
+    def __init__(
+        self,
+        records: Sequence[Record],
+        rough: Sequence[int],
+        boundaries: Sequence[tuple[int, Record]],
+    ) -> None:
         self.prefix = [0, *accumulate(rough)]
         self.usage_at: list[int | None] = []
         self.anchor_at: list[int] = []
@@ -93,6 +104,17 @@ class _UncompactedSize:
             self.anchor_at.append(anchor)
         self.records = records
         self.offsets = self._offsets(boundaries)
+        self.overhead = self._overhead()
+
+    def _overhead(self) -> int:
+        """What the first request measured beyond the rough size of its messages: system prompt, tool
+        definitions, CLAUDE.md (not in transcripts). 0 when the session has no usage."""
+        first = next((i for i, r in enumerate(self.records) if get_token_usage(r) is not None), None)
+        if first is None:
+            return 0
+        while first > 0 and self.records[first - 1].message_id == self.records[first].message_id:
+            first -= 1
+        return max(0, prompt_tokens(get_token_usage(self.records[first]) or {}) - self.prefix[first])
 
     def _offsets(self, boundaries: Sequence[tuple[int, Record]]) -> list[tuple[int, int]]:
         """(first index whose usage is post-boundary, tokens the recorded compaction removed)."""
@@ -115,8 +137,8 @@ class _UncompactedSize:
             return 0
         last = self.usage_at[index - 1]
         segment = self.segment_at[index - 1]
-        if last is None or last < segment:  # nothing measured since the (recorded) compact boundary
-            return self.prefix[index] - self.prefix[segment]
+        if last is None or last < segment:  # nothing measured yet in this segment: rough + overhead
+            return self.overhead + self.prefix[index] - self.prefix[segment]
         anchor = self.anchor_at[index - 1]
         base = usage_tokens(get_token_usage(self.records[last]) or {})
         offset = sum(removed for first, removed in self.offsets if last >= first)
@@ -181,24 +203,32 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             table.update(zip((id(r) for r in missing), fresh, strict=True))
         return tuple(table[id(r)] for r in items)
 
-    for call in calls:
-        appended = records[pointer : call.first]
-        context.extend(appended)
-        pointer = call.first
-        none_tokens = size.before(call.first)
-        tokens = none_tokens - removed + added
-        record = records[call.first]
-        view = ContextView(
-            tuple(context),
+    def view_of(items: Sequence[Record], tokens: int, step: int, record: Record) -> ContextView:
+        return ContextView(
+            tuple(items),
             tokens,
-            counts(context, rough_of, "claude-rough"),
-            counts(context, padded_of, "claude-padded"),
-            call.step,
+            counts(items, rough_of, "claude-rough"),
+            counts(items, padded_of, "claude-padded"),
+            step,
             record.timestamp,
             record.model,
             session.is_subagent,
         )
-        strategy.observe(view, state)
+
+    sent_before: list[Record] = []  # the context as sent for the previous call
+    for call_index, call in enumerate(calls):
+        if call_index:
+            # The post-sampling hook of the previous response (docs §1.3): it sees the context that was
+            # sent plus that response's assistant records, not yet the tool results that followed.
+            previous = calls[call_index - 1]
+            response = [records[i] for i in previous.indices]
+            hook_tokens = size.before(previous.last + 1) - removed + added
+            strategy.observe(view_of([*sent_before, *response], hook_tokens, previous.step, response[-1]), state)
+        context.extend(records[pointer : call.first])
+        pointer = call.first
+        none_tokens = size.before(call.first)
+        tokens = none_tokens - removed + added
+        view = view_of(context, tokens, call.step, records[call.first])
         compaction = strategy.compact(view, state)
         check_now = last_check is None or bool(last_check.violations) or compaction is not None
         if compaction is not None:
@@ -210,6 +240,7 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             tokens = none_tokens - removed + added
             context = list(compaction.records)
             diverged = True
+        sent_before = list(context)
         if check_now:
             thinking = any(b.kind == "thinking" for i in call.indices for b in records[i].blocks)
             last_check = check_request(context, thinking=thinking, original_thinking=originals)
