@@ -44,6 +44,7 @@ __all__ = [
     "ADDED_FLAG",
     "ApiMessage",
     "RecentWindow",
+    "RecentWindowConfig",
     "WindowConfig",
     "api_messages",
     "assistant_note",
@@ -247,13 +248,16 @@ class WindowConfig(StrategyConfig):
     context_window: int = Field(200_000, gt=0)
     trigger_fraction: float = Field(0.8, gt=0, le=1, description="compact when the context reaches this share")
     keep_fraction: float = Field(0.5, gt=0, le=1, description="keep the newest records up to this share")
-    marker: str = "[Earlier conversation removed to fit the context window.]"
 
     @model_validator(mode="after")
     def _keep_below_trigger(self) -> WindowConfig:
         if self.keep_fraction >= self.trigger_fraction:
             raise ValueError(f"keep_fraction ({self.keep_fraction}) must be below trigger_fraction ({self.trigger_fraction})")
         return self
+
+
+class RecentWindowConfig(WindowConfig):
+    marker: str = Field("[Earlier conversation removed to fit the context window.]", min_length=1)
 
 
 def window_start(view: ContextView, config: WindowConfig) -> int | None:
@@ -274,7 +278,7 @@ class RecentWindow(Strategy):
 
     name = "recent-window"
     description = "Keep the newest records within 50% of the window once at 80%; cut only at API-safe points."
-    Config = WindowConfig
+    Config = RecentWindowConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         naive = window_start(view, self.config)

@@ -1,0 +1,38 @@
+"""``truncate-oldest``: the naive sliding window by tokens (unsafe on purpose).
+
+The "naive truncation" baseline of docs/peers.md (Implications: "Recent window"; §2.5 "Context Decay
+Benchmark" compares file-backed state with naive truncation). Once the context reaches
+``trigger_fraction`` of the window, the oldest records are dropped until the rest fits
+``keep_fraction`` of it, wherever that cut falls: a tool_result can lose its tool_use, a streamed
+response can be split, the request can start with an assistant message (peers.md §1.12 items 1-3, 5).
+That is what `recent-window` fixes; this one is declared ``unsafe`` and exists to count the damage.
+
+Mapping: the window unit is one record (one content block of a Claude Code transcript); tokens are the
+view's per-record ``rough`` counts plus the view's overhead (system prompt, tools).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Compaction, ContextView, Strategy
+from .recent_window import WindowConfig, splice, window_start
+from .registry import register
+
+__all__ = ["TruncateOldest"]
+
+
+@register
+class TruncateOldest(Strategy):
+    """Drop the oldest records at 80% of a 200k window down to 50% (defaults ours, as `recent-window`)."""
+
+    name = "truncate-oldest"
+    description = "Naive token sliding window: drop the oldest records at 80% of the window down to 50%, no API safety."
+    unsafe = True
+    Config = WindowConfig
+
+    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+        start = window_start(view, self.config)
+        if start is None or start <= 0:
+            return None
+        return splice(view, start, kind=self.name, trigger="tokens")
