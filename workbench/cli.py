@@ -255,6 +255,9 @@ def replay(
         steps, events = replay_frames(results)
         steps.to_parquet(out / "steps.parquet", index=False)
         events.to_parquet(out / "events.parquet", index=False)
+        from .report import write_manifest
+
+        write_manifest(out, instance.name, instance.config.model_dump(mode="json"), paths, estimator=estimator, fmt=fmt)
         data["out"] = str(out)
     lines = [
         f"{s['session_id'][:44]:<46}{s['steps']:>6} steps  peak {s['peak_context_tokens']:>8}  "
@@ -262,6 +265,27 @@ def replay(
         for s in data["sessions"]
     ]
     _emit(data, as_json, "\n".join(lines))
+
+
+@app.command("report")
+def report_command(
+    results_dir: Annotated[Path, typer.Argument(help="A `workbench replay --out` folder, or a folder of them.")],
+    as_json: JsonOpt = False,
+    window: Annotated[int, typer.Option(help="Context window for overflow counts.")] = 200_000,
+    blocking_limit: Annotated[int, typer.Option(help="Blocking limit for overflow counts.")] = 177_000,
+) -> None:
+    """Summarise replay results: savings, violations, recall and cost per session and strategy."""
+    from .report import render_report, report
+
+    if not results_dir.is_dir():
+        typer.echo(f"error: {results_dir}: not a folder", err=True)
+        raise typer.Exit(1)
+    try:
+        data = report(results_dir, window=window, blocking_limit=blocking_limit)
+    except (FileNotFoundError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    _emit(data, as_json, render_report(data))
 
 
 def main() -> None:

@@ -73,3 +73,12 @@ def test_thinking_aware_sm_compact_is_valid_on_the_whole_corpus(main_sessions) -
     assert sum(len(r.events) for r in results) == 3
     assert sum(e["violations"] for r in results for e in r.events) == 0
     assert sum(s["violations"] for r in results for s in r.steps) == 0
+
+
+def test_the_compaction_agents_own_call_is_never_compacted(claude_sessions) -> None:
+    agents = [s for s in claude_sessions if s.agent_id and s.agent_id.startswith("acompact")]
+    assert len(agents) == 3 and all(s.metadata["query_source"] == "compact" for s in agents)
+    for session in agents:
+        result = replay_session(session, create("claude-code"))
+        assert result.peak_context_tokens > 167_000  # above the threshold, yet:
+        assert result.events == []

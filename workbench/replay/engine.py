@@ -215,6 +215,8 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             session.is_subagent,
         )
 
+    # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
+    guarded = session.metadata.get("query_source") in ("compact", "session_memory")
     sent_before: list[Record] = []  # the context as sent for the previous call
     for call_index, call in enumerate(calls):
         if call_index:
@@ -229,7 +231,7 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
         none_tokens = size.before(call.first)
         tokens = none_tokens - removed + added
         view = view_of(context, tokens, call.step, records[call.first])
-        compaction = strategy.compact(view, state)
+        compaction = None if guarded else strategy.compact(view, state)
         check_now = last_check is None or bool(last_check.violations) or compaction is not None
         if compaction is not None:
             before_tokens = tokens

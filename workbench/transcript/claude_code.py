@@ -151,6 +151,14 @@ def split_lines(data: bytes) -> tuple[list[bytes], bool]:
     return parts, trailing
 
 
+def _query_source(agent_id: str | None) -> str:
+    """Which loop wrote the transcript: the compaction agent's own call (``agent-acompact-*``, Claude
+    Code's ``querySource: 'compact'``), another sub-agent, or the main REPL thread."""
+    if agent_id is None:
+        return "repl_main_thread"
+    return "compact" if agent_id.startswith("acompact") else "agent"
+
+
 class ClaudeCodeLoader:
     """Claude Code session transcripts: one session per ``.jsonl`` file."""
 
@@ -208,7 +216,7 @@ class ClaudeCodeLoader:
             lines=n_lines,
             trailing_newline=trailing,
             capabilities=CAPABILITIES,
-            metadata={"unknown_types": unknown} if unknown else {},
+            metadata={"query_source": _query_source(agent_id), **({"unknown_types": unknown} if unknown else {})},
         )
 
 
