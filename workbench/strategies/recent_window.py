@@ -55,6 +55,7 @@ __all__ = [
     "prompt_indices",
     "safe_cut",
     "safe_head_end",
+    "shrinking_start",
     "splice",
     "step_starts",
     "user_note",
@@ -191,6 +192,18 @@ def safe_cut(records: Sequence[Record], start: int) -> int:
     """The naive first kept index moved earlier to an API-safe one (tool pairs, split responses, and a
     kept tool loop opening with thinking), see `adjust_for_thinking`."""
     return adjust_for_thinking(records, start)
+
+
+def shrinking_start(view: ContextView, start: int, limit: float) -> tuple[int, tuple[str, ...]]:
+    """``start``, or ``len(records)`` (keep nothing verbatim) when the kept part would still reach
+    ``limit`` tokens or nothing of the conversation would be dropped: an API-safe cut inside one long
+    thinking tool loop can move back to the loop's start, and such a compaction would not shrink.
+    Returns the index and the fallback taken (empty when none)."""
+    records = view.records
+    dropped_real = any(is_sent(r) and not is_added(r) for r in records[:start])
+    if dropped_real and overhead(view) + sum(view.rough[start:]) < limit:
+        return start, ()
+    return len(records), ("safe cut does not shrink the context: nothing kept verbatim",)
 
 
 def safe_head_end(records: Sequence[Record], end: int) -> int:

@@ -1,0 +1,200 @@
+"""Anthropic API server-side context management (docs/peers.md §1.9), emulated on the client's records.
+
+* ``clear-tool-uses``: context editing ``clear_tool_uses_20250919`` [V]: trigger **100,000 input
+  tokens** (or a ``tool_uses`` count), ``keep`` **3 tool uses**, ``clear_at_least`` none,
+  ``exclude_tools`` none, ``clear_tool_inputs`` **false**. The oldest tool results are replaced by
+  placeholder text. The placeholder wording is not documented in peers.md [U]; ours is configurable.
+* ``clear-thinking``: ``clear_thinking_20251015`` [V]: with thinking on and no config only the last
+  assistant turn's thinking is kept (``keep: {type: thinking_turns, value: 1}``; ``"all"`` keeps all).
+* ``server-compact``: ``compact_20260112`` [V/S]: trigger **150,000 input tokens** (minimum 50,000);
+  the response starts with a ``compaction`` block and later requests ignore everything before it; custom
+  ``instructions`` replace the summary prompt; ``pause_after_compaction`` false.
+
+Mapping. A **tool use** is one tool_use block and its tool_result (one pair). An **assistant turn** is all
+the responses after one real user message (a user-sense turn, `prompt_indices`): thinking must survive
+within the current tool loop, so the turn, not the single response, is the unit. Input tokens are the
+view's total.
+
+Emulation of a server-side edit: the client keeps the full history and the server edits every request.
+The replay keeps one evolving context instead, so ``clear-tool-uses`` remembers how many tokens it has
+cleared and compares ``trigger`` with the *uncleared* size (what the server would measure); the set it
+clears (all but the newest ``keep``) is the server's, applied incrementally. ``server-compact`` is the
+compaction block rendered as a boundary + a user-role summary (the Messages validator has no
+``compaction`` block type); the request that triggers it is counted after compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ..api.normalize import is_sent
+from ..tokens.js import rough_tokens
+from ..transcript.model import Block, Record
+from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .observation_masking import in_place
+from .recent_window import prompt_indices
+from .records import compact_boundary, summary_message
+from .registry import register
+
+__all__ = ["ClearThinking", "ClearToolUses", "ClearToolUsesConfig", "ServerCompact", "ServerCompactConfig"]
+
+
+class InputTokens(StrategyConfig):
+    type: Literal["input_tokens"] = "input_tokens"
+    value: int = Field(gt=0)
+
+
+class ToolUses(StrategyConfig):
+    type: Literal["tool_uses"] = "tool_uses"
+    value: int = Field(ge=0)
+
+
+class ThinkingTurns(StrategyConfig):
+    type: Literal["thinking_turns"] = "thinking_turns"
+    value: int = Field(ge=1)
+
+
+class ClearToolUsesConfig(StrategyConfig):
+    trigger: InputTokens | ToolUses = InputTokens(value=100_000)
+    keep: ToolUses = ToolUses(value=3)
+    clear_at_least: InputTokens | None = None
+    exclude_tools: frozenset[str] = frozenset()
+    clear_tool_inputs: bool = False
+    placeholder: str = Field("[Tool result cleared by context editing]", min_length=1)
+
+
+@dataclass
+class ClearState:
+    cleared: set[str]
+    cleared_tokens: int = 0
+
+
+@register
+class ClearToolUses(Strategy):
+    """``clear_tool_uses_20250919`` at its defaults: above 100k input tokens clear all but the 3 newest
+    tool results (peers.md §1.9)."""
+
+    name = "clear-tool-uses"
+    description = "Anthropic context editing clear_tool_uses: above 100k input tokens clear all but the last 3 tool results."
+    Config = ClearToolUsesConfig
+
+    def new_state(self) -> ClearState:
+        return ClearState(set())
+
+    def compact(self, view: ContextView, state: ClearState) -> Compaction | None:
+        config = self.config
+        records = list(view.records)
+        uses = [(b.id, b.name) for r in records if r.kind == "assistant" and is_sent(r) for b in r.tool_uses() if b.id]
+        if config.trigger.type == "input_tokens":
+            if view.tokens + state.cleared_tokens < config.trigger.value:
+                return None
+        elif len(uses) < config.trigger.value:
+            return None
+        answered = {i for r in records if r.kind == "user" for i in r.tool_result_ids()}
+        old = uses[: max(0, len(uses) - config.keep.value)]
+        ids = {i for i, name in old if name not in config.exclude_tools and i in answered} - state.cleared
+        if not ids:
+            return None
+        sizes = {b.tool_use_id: rough_tokens(b.result_text()) for r in records for b in r.tool_results() if b.tool_use_id in ids}
+        freed = sum(sizes.values()) - rough_tokens(config.placeholder) * len(ids)
+        if config.clear_at_least is not None and state.cleared_tokens + freed < config.clear_at_least.value:
+            return None
+        new: list[Record] = []
+        for record in records:
+            blocks = list(record.blocks)
+            if record.kind == "user":
+                blocks = [Block(b.kind, {**b.raw, "content": config.placeholder}) if b.kind == "tool_result" and b.tool_use_id in ids else b for b in blocks]
+            elif record.kind == "assistant" and config.clear_tool_inputs:
+                blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
+            new.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
+        state.cleared |= ids
+        state.cleared_tokens += freed
+        return in_place(self.name, config.trigger.type, records, new, {"cleared_tool_uses": len(ids), "cleared_input_tokens": freed})
+
+
+class ClearThinkingConfig(StrategyConfig):
+    keep: ThinkingTurns | Literal["all"] = ThinkingTurns(value=1)
+
+
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+@register
+class ClearThinking(Strategy):
+    """``clear_thinking_20251015`` at its default: keep the thinking of the last assistant turn only."""
+
+    name = "clear-thinking"
+    description = "Anthropic context editing clear_thinking: keep thinking blocks of the last assistant turn only."
+    Config = ClearThinkingConfig
+
+    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+        if self.config.keep == "all":
+            return None
+        records = list(view.records)
+        starts = [0, *prompt_indices(records)]
+        thinking_turns = [
+            s for n, s in enumerate(starts)
+            if any(b.kind in _THINKING for r in records[s : starts[n + 1] if n + 1 < len(starts) else len(records)] if r.kind == "assistant" for b in r.blocks)
+        ]
+        keep = self.config.keep.value
+        if len(thinking_turns) <= keep:
+            return None
+        limit = thinking_turns[-keep]
+        new: list[Record] = []
+        changed = 0
+        for i, record in enumerate(records):
+            if i >= limit or record.kind != "assistant" or not any(b.kind in _THINKING for b in record.blocks):
+                new.append(record)
+                continue
+            changed += 1
+            rest = [b for b in record.blocks if b.kind not in _THINKING]
+            if rest:
+                new.append(record.with_blocks(rest))
+        if not changed:
+            return None
+        return in_place(self.name, "thinking_turns", records, new, {"cleared_thinking_records": changed})
+
+
+class ServerCompactConfig(StrategyConfig):
+    trigger: InputTokens = InputTokens(value=150_000)
+    pause_after_compaction: bool = False
+    instructions: str | None = None
+
+    @model_validator(mode="after")
+    def _minimum(self) -> ServerCompactConfig:
+        if self.trigger.value < 50_000:
+            raise ValueError(f"compact_20260112 trigger must be at least 50,000 input tokens, got {self.trigger.value}")
+        return self
+
+
+@register
+class ServerCompact(Strategy):
+    """``compact_20260112`` at its defaults: at 150k input tokens the whole context becomes one
+    compaction block (summary by the same model; offline here)."""
+
+    name = "server-compact"
+    description = "Anthropic server-side compaction: at 150k input tokens replace everything by a compaction block."
+    Config = ServerCompactConfig
+
+    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+        if view.tokens < self.config.trigger.value:
+            return None
+        from ..summarize.offline import OfflineSummarizer
+
+        records = list(view.records)
+        text = OfflineSummarizer().summarize(records, custom_instructions=self.config.instructions)
+        boundary = compact_boundary("auto", view.tokens, records[-1] if records else None, kind="compact_20260112")
+        summary = summary_message(text, boundary)
+        return Compaction(
+            kind=self.name,
+            trigger="input_tokens",
+            records=(boundary, summary),
+            dropped=tuple(r.uuid for r in records),
+            added=(boundary, summary),
+            start=len(records),
+            summary=text,
+            details={"pause_after_compaction": self.config.pause_after_compaction},
+        )
