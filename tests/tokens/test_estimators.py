@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.tokens.cache import cached_estimator
+from workbench.tokens.cache import CachedEstimator, cached_estimator
 from workbench.tokens.context import token_count_with_estimation
 from workbench.tokens.estimators import get_estimator
 from workbench.tokens.js import js_len, js_round
@@ -87,7 +87,8 @@ def test_second_run_reads_every_count_from_the_cache(claude_sessions, tmp_path: 
     first = cached_estimator("tiktoken:o200k_base", tmp_path / "c.sqlite")
     counts = first.count_many(records)
     assert first.stats.misses > 0
-    second = cached_estimator("tiktoken:o200k_base", tmp_path / "c.sqlite")
+    assert cached_estimator("tiktoken:o200k_base", tmp_path / "c.sqlite") is first  # one per process
+    second = CachedEstimator(get_estimator("tiktoken:o200k_base"), tmp_path / "c.sqlite")  # a new process
     assert second.count_many(records) == counts
     assert second.stats.misses == 0 and second.stats.hits == len(records)
     assert counts == get_estimator("tiktoken:o200k_base").count_many(records)

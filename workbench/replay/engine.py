@@ -63,6 +63,32 @@ class ReplayResult:
         return max((row["context_tokens"] for row in self.steps), default=0)
 
 
+class _LazyCounts(Sequence[int]):
+    """Per-record counts aligned with a context, computed on first access (then kept)."""
+
+    def __init__(self, items: Sequence[Record], table: dict[int, int], name: str) -> None:
+        self._items, self._table, self._name = items, table, name
+        self._values: tuple[int, ...] | None = None
+
+    def _resolve(self) -> tuple[int, ...]:
+        if self._values is None:
+            missing = [r for r in self._items if id(r) not in self._table]
+            if missing:
+                fresh = cached_estimator(self._name).count_many(missing)
+                self._table.update(zip((id(r) for r in missing), fresh, strict=True))
+            self._values = tuple(self._table[id(r)] for r in self._items)
+        return self._values
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
+        return self._resolve()[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):  # type: ignore[no-untyped-def,override]
+        return iter(self._resolve())
+
+
 def strip_recorded_compactions(records: Sequence[Record]) -> tuple[list[Record], list[tuple[int, Record]]]:
     """Records without recorded boundaries/summaries, and each boundary with its position in the output."""
     kept: list[Record] = []
@@ -196,12 +222,8 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
     calls = api_calls(records)
     originals = original_thinking_blocks(records)
 
-    def counts(items: Sequence[Record], table: dict[int, int], name: str) -> tuple[int, ...]:
-        missing = [r for r in items if id(r) not in table]
-        if missing:
-            fresh = cached_estimator(name).count_many(missing)
-            table.update(zip((id(r) for r in missing), fresh, strict=True))
-        return tuple(table[id(r)] for r in items)
+    def counts(items: Sequence[Record], table: dict[int, int], name: str) -> _LazyCounts:
+        return _LazyCounts(items, table, name)
 
     def view_of(items: Sequence[Record], tokens: int, step: int, record: Record) -> ContextView:
         return ContextView(

@@ -33,13 +33,13 @@ class ContextView:
 
     ``records`` is the current (possibly already compacted) context; ``tokens`` the engine's estimate of
     its size (``claude-context`` semantics, see `workbench.replay`); ``padded``/``rough`` per-record
-    counts aligned with ``records``.
+    counts aligned with ``records`` (computed on first access: most calls never need them).
     """
 
     records: tuple[Record, ...]
     tokens: int
-    rough: tuple[int, ...]
-    padded: tuple[int, ...]
+    rough: Sequence[int]
+    padded: Sequence[int]
     step: int
     timestamp: str | None = None
     model: str | None = None

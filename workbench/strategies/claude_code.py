@@ -12,7 +12,7 @@ place, and the auto-compact check then sees the reduced size.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..tokens.estimators import get_estimator
@@ -20,9 +20,18 @@ from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import full_compaction
 from .microcompact import TimeBasedConfig, ToolResultBudgetConfig, apply_tool_result_budget, time_based_microcompact
 from .registry import register
-from .sm_compact import SMCompactConfig, new_sm_state, observe_sm, sm_compaction
+from .sm_compact import SMCompactConfig, SMState, new_sm_state, observe_sm, sm_compaction
 
-__all__ = ["ClaudeCode", "ClaudeCodeConfig"]
+__all__ = ["ClaudeCode", "ClaudeCodeConfig", "ClaudeCodeState"]
+
+
+@dataclass
+class ClaudeCodeState:
+    """SM-compact's module state plus how many leading context records the size budget has checked
+    (only this strategy changes the context, so the checked prefix stays checked)."""
+
+    sm: SMState
+    budget_checked: int = 0
 
 
 class ClaudeCodeConfig(StrategyConfig):
@@ -36,8 +45,9 @@ def _resized(view: ContextView, compaction: Compaction) -> ContextView:
     """The view after an in-place rewrite: same records count, smaller outputs."""
     rough = get_estimator("claude-rough")
     padded = get_estimator("claude-padded")
+    kept = {id(r) for r in compaction.records}
     delta = sum(rough.count_many(compaction.added)) - sum(
-        c for r, c in zip(view.records, view.rough, strict=True) if r.uuid in set(compaction.dropped)
+        c for r, c in zip(view.records, view.rough, strict=True) if id(r) not in kept
     )
     return replace(
         view,
@@ -54,27 +64,29 @@ class ClaudeCode(Strategy):
     description = "Claude Code v2.1.88: tool-result budget, microcompact, then auto-compact (SM first, then full)."
     Config = ClaudeCodeConfig
 
-    def new_state(self) -> Any:
-        return new_sm_state(self.config.sm)
+    def new_state(self) -> ClaudeCodeState:
+        return ClaudeCodeState(new_sm_state(self.config.sm))
 
-    def observe(self, view: ContextView, state: Any) -> None:
+    def observe(self, view: ContextView, state: ClaudeCodeState) -> None:
         if self.config.session_memory:
-            observe_sm(view, state)
+            observe_sm(view, state.sm)
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def compact(self, view: ContextView, state: ClaudeCodeState) -> Compaction | None:
         first: Compaction | None = None
-        for step in (apply_tool_result_budget, time_based_microcompact):
-            config = self.config.tool_result_budget if step is apply_tool_result_budget else self.config.microcompact
-            done = step(view, config)
-            if done is not None:
-                view = _resized(view, done)
-                first = first or done
+        budget = apply_tool_result_budget(view, self.config.tool_result_budget, start=state.budget_checked)
+        if budget is not None:
+            view, first = _resized(view, budget), budget
+        micro = time_based_microcompact(view, self.config.microcompact)
+        if micro is not None:
+            view, first = _resized(view, micro), first or micro
+        state.budget_checked = len(view.records)
         if not self.config.sm.trigger.is_above_threshold(view.tokens):
-            return first
+            return first if first is None else replace(first, records=view.records)
         if self.config.session_memory:
-            result = sm_compaction(view, state, self.config.sm, adjust=True)
+            result = sm_compaction(view, state.sm, self.config.sm, adjust=True)
         else:
             result = full_compaction(view, self.config.sm.full_compact, trigger="auto")
+        state.budget_checked = len(result.records)
         if first is None:
             return result
         return replace(result, dropped=tuple(dict.fromkeys((*first.dropped, *result.dropped))))

@@ -137,13 +137,18 @@ def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compactio
     return _in_place("microcompact-truncate", "pct", records, new, {"truncated": changed})
 
 
-def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig) -> Compaction | None:
-    """Large results become a ``<persisted-output>`` preview (docs §3.7)."""
+def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, *, start: int = 0) -> Compaction | None:
+    """Large results become a ``<persisted-output>`` preview (docs §3.7).
+
+    ``start``: records before it were already checked (a replay only needs to look at what is new).
+    """
     if not config.enabled:
         return None
     records = list(view.records)
     too_big: set[str] = set()
-    for record in records:
+    for record in records[start:]:
+        if record.kind != "user":
+            continue
         results = sorted(record.tool_results(), key=lambda b: -js_len(b.result_text()))
         total = sum(js_len(b.result_text()) for b in results)
         for block in results:
@@ -153,6 +158,9 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig) 
             ):
                 too_big.add(block.tool_use_id)
                 total -= size
+
+    if not too_big:
+        return None
 
     def preview(block: Block) -> str | None:
         text = block.result_text()

@@ -37,6 +37,7 @@ class CachedEstimator:
         self.path = path or cache_root() / "token-counts.sqlite"
         self.stats = CacheStats()
         self._lock = threading.Lock()
+        self._memo: dict[str, int] = {}  # what this process has already read or computed
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
@@ -50,9 +51,14 @@ class CachedEstimator:
     def count_many(self, records: Iterable[Record]) -> list[int]:
         items: Sequence[Record] = records if isinstance(records, Sequence) else list(records)
         keys = [record.content_key for record in items]
+        memo = self._memo
+        if all(key in memo for key in keys):
+            self.stats.hits += len(keys)
+            return [memo[key] for key in keys]
         found: dict[str, int] = {}
         with self._lock:
-            unique = list(dict.fromkeys(keys))
+            unique = [key for key in dict.fromkeys(keys) if key not in memo]
+            found.update((key, memo[key]) for key in keys if key in memo)
             for start in range(0, len(unique), _BATCH):
                 chunk = unique[start : start + _BATCH]
                 marks = ",".join("?" * len(chunk))
@@ -72,11 +78,20 @@ class CachedEstimator:
                 found.update(fresh)
             self.stats.misses += len(missing)
             self.stats.hits += len(keys) - len(missing)
+            memo.update(found)
         return [found[key] for key in keys]
 
     def close(self) -> None:
         self._db.close()
 
 
+_SHARED: dict[tuple[str, Path], CachedEstimator] = {}
+
+
 def cached_estimator(name: str, path: Path | None = None) -> CachedEstimator:
-    return CachedEstimator(get_estimator(name), path)
+    """The cached estimator for ``name``; one shared instance per (name, cache file) in a process."""
+    resolved = path or cache_root() / "token-counts.sqlite"
+    key = (name, resolved)
+    if key not in _SHARED:
+        _SHARED[key] = CachedEstimator(get_estimator(name), resolved)
+    return _SHARED[key]

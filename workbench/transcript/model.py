@@ -195,6 +195,7 @@ class Record:
     source: str | None = field(default=None, compare=False, repr=False)
     line_no: int | None = None
     modified: bool = False
+    _key: str | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------------ derived views
     @property
@@ -243,9 +244,13 @@ class Record:
     def content_key(self) -> str:
         """A content hash of the record: of its exact source line while unmodified (cheap: no
         re-serialisation), else of kind, role and content."""
-        if not self.modified and self.line is not None:
-            return _hash(self.line)
-        return _hash(f"{self.kind}\x00{self.role}\x00{self.string_content}\x00{self.content_json()}")
+        if self._key is None:  # memoised: records are immutable
+            if not self.modified and self.line is not None:
+                key = _hash(self.line)
+            else:
+                key = _hash(f"{self.kind}\x00{self.role}\x00{self.string_content}\x00{self.content_json()}")
+            object.__setattr__(self, "_key", key)
+        return self._key  # type: ignore[return-value]
 
     def content_json(self) -> str:
         if self.string_content and self.blocks:
@@ -261,7 +266,9 @@ class Record:
     # ------------------------------------------------------------------ derivation
     def with_blocks(self, blocks: Iterable[Block], *, string_content: bool = False) -> Record:
         """A modified copy with new content blocks (the raw line no longer applies)."""
-        return replace(self, blocks=tuple(blocks), string_content=string_content, has_content=True, modified=True)
+        return replace(
+            self, blocks=tuple(blocks), string_content=string_content, has_content=True, modified=True, _key=None
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The record as a transcript JSON object (the raw object, content replaced if modified)."""
