@@ -9,9 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
 
-from workbench.strategies.base import ContextView  # noqa: E402
-from workbench.tokens.estimators import get_estimator  # noqa: E402
-from workbench.transcript import Record  # noqa: E402
+from workbench.strategies.base import ContextView
+from workbench.tokens.estimators import get_estimator
+from workbench.transcript import Record
 
 
 def view_of(records: Sequence[Record], *, tokens: int | None = None, step: int = 0) -> ContextView:

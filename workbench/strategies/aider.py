@@ -21,13 +21,12 @@ start at a user message without tool_results: the split lands on a real user tur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field
 
 from ..api.normalize import is_sent
 from ..tokens.js import rough_tokens
-from ..transcript.model import Block, Record
+from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .recent_window import api_messages, assistant_note, prompt_indices, user_note
 from .registry import register
@@ -70,7 +69,11 @@ def _text_only(records: tuple[Record, ...]) -> list[Record]:
             continue
         blocks = [b for b in record.blocks if b.kind == "text" and b.text.strip()]
         if blocks:
-            out.append(record if len(blocks) == len(record.blocks) else record.with_blocks(blocks, string_content=record.string_content))
+            out.append(
+                record
+                if len(blocks) == len(record.blocks)
+                else record.with_blocks(blocks, string_content=record.string_content)
+            )
     return out
 
 
@@ -79,7 +82,9 @@ class Aider(Strategy):
     """Aider ChatSummary: done messages above min(max(window/16, 1k), 8k) tokens are summarised."""
 
     name = "aider"
-    description = "Aider ChatSummary: summarise done messages above max(1k, min(window/16, 8k)) tokens, recursive split."
+    description = (
+        "Aider ChatSummary: summarise done messages above max(1k, min(window/16, 8k)) tokens, recursive split."
+    )
     Config = AiderConfig
 
     def new_state(self) -> AiderState:
@@ -106,7 +111,9 @@ class Aider(Strategy):
                 split = i
             else:
                 break
-        while split > 1 and not (items[split - 1].role == "assistant" and (split == len(items) or items[split].clean_start)):
+        while split > 1 and not (
+            items[split - 1].role == "assistant" and (split == len(items) or items[split].clean_start)
+        ):
             split -= 1
         if split <= config.min_split:
             return self._summary_items(items, f"{key}.{depth}.all")
@@ -133,7 +140,12 @@ class Aider(Strategy):
         current = prompts[-1]
         messages = api_messages(records[:current])
         items = [
-            _Item(tuple(records[m.first : m.end]), sum(view.rough[m.first : m.end]), m.role, m.role == "user" and not m.has_tool_result)
+            _Item(
+                tuple(records[m.first : m.end]),
+                sum(view.rough[m.first : m.end]),
+                m.role,
+                m.role == "user" and not m.has_tool_result,
+            )
             for m in messages
         ]
         if sum(i.tokens for i in items) <= self.config.budget:

@@ -31,7 +31,7 @@ from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .recent_window import is_prompt, user_note
 from .registry import register
 
-__all__ = ["Codex", "CodexConfig", "SUMMARY_PREFIX"]
+__all__ = ["SUMMARY_PREFIX", "Codex", "CodexConfig"]
 
 COMPACT_USER_MESSAGE_MAX_TOKENS = 20_000
 SUMMARY_PREFIX = (
@@ -61,7 +61,9 @@ class Codex(Strategy):
     """Codex local compaction at 90% of the window: newest real user messages ≤ 20k tokens + summary."""
 
     name = "codex"
-    description = "Codex CLI auto-compact at 90% of the window: real user messages (≤20k tokens, newest first) + handoff summary."
+    description = (
+        "Codex CLI auto-compact at 90% of the window: real user messages (≤20k tokens, newest first) + handoff summary."
+    )
     Config = CodexConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:

@@ -78,7 +78,9 @@ class ClearToolUses(Strategy):
     tool results (peers.md §1.9)."""
 
     name = "clear-tool-uses"
-    description = "Anthropic context editing clear_tool_uses: above 100k input tokens clear all but the last 3 tool results."
+    description = (
+        "Anthropic context editing clear_tool_uses: above 100k input tokens clear all but the last 3 tool results."
+    )
     Config = ClearToolUsesConfig
 
     def new_state(self) -> ClearState:
@@ -98,7 +100,12 @@ class ClearToolUses(Strategy):
         ids = {i for i, name in old if name not in config.exclude_tools and i in answered} - state.cleared
         if not ids:
             return None
-        sizes = {b.tool_use_id: rough_tokens(b.result_text()) for r in records for b in r.tool_results() if b.tool_use_id in ids}
+        sizes = {
+            b.tool_use_id: rough_tokens(b.result_text())
+            for r in records
+            for b in r.tool_results()
+            if b.tool_use_id in ids
+        }
         freed = sum(sizes.values()) - rough_tokens(config.placeholder) * len(ids)
         if config.clear_at_least is not None and state.cleared_tokens + freed < config.clear_at_least.value:
             return None
@@ -106,13 +113,20 @@ class ClearToolUses(Strategy):
         for record in records:
             blocks = list(record.blocks)
             if record.kind == "user":
-                blocks = [Block(b.kind, {**b.raw, "content": config.placeholder}) if b.kind == "tool_result" and b.tool_use_id in ids else b for b in blocks]
+                blocks = [
+                    Block(b.kind, {**b.raw, "content": config.placeholder})
+                    if b.kind == "tool_result" and b.tool_use_id in ids
+                    else b
+                    for b in blocks
+                ]
             elif record.kind == "assistant" and config.clear_tool_inputs:
                 blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
             new.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
         state.cleared |= ids
         state.cleared_tokens += freed
-        return in_place(self.name, config.trigger.type, records, new, {"cleared_tool_uses": len(ids), "cleared_input_tokens": freed})
+        return in_place(
+            self.name, config.trigger.type, records, new, {"cleared_tool_uses": len(ids), "cleared_input_tokens": freed}
+        )
 
 
 class ClearThinkingConfig(StrategyConfig):
@@ -136,8 +150,14 @@ class ClearThinking(Strategy):
         records = list(view.records)
         starts = [0, *prompt_indices(records)]
         thinking_turns = [
-            s for n, s in enumerate(starts)
-            if any(b.kind in _THINKING for r in records[s : starts[n + 1] if n + 1 < len(starts) else len(records)] if r.kind == "assistant" for b in r.blocks)
+            s
+            for n, s in enumerate(starts)
+            if any(
+                b.kind in _THINKING
+                for r in records[s : starts[n + 1] if n + 1 < len(starts) else len(records)]
+                if r.kind == "assistant"
+                for b in r.blocks
+            )
         ]
         keep = self.config.keep.value
         if len(thinking_turns) <= keep:

@@ -48,7 +48,9 @@ class GeminiConfig(StrategyConfig):
     truncate_lines: int = Field(30, ge=1)
 
 
-def find_compress_split_point(sizes: Sequence[int], legal: Sequence[bool], last_is_plain_model: bool, fraction: float) -> int:
+def find_compress_split_point(
+    sizes: Sequence[int], legal: Sequence[bool], last_is_plain_model: bool, fraction: float
+) -> int:
     """``findCompressSplitPoint`` over content sizes; ``legal[i]``: user content without functionResponse."""
     target = sum(sizes) * fraction
     count = 0
@@ -108,7 +110,9 @@ class GeminiCli(Strategy):
         config = self.config
         if view.tokens < config.compression_threshold * config.context_window:
             return None
-        records, truncated = truncate_function_responses(view.records, config.function_response_token_budget, config.truncate_lines)
+        records, truncated = truncate_function_responses(
+            view.records, config.function_response_token_budget, config.truncate_lines
+        )
         messages = api_messages(records)
         if messages and messages[-1].role == "user":
             history, pending = messages[:-1], messages[-1].first
@@ -119,7 +123,9 @@ class GeminiCli(Strategy):
         sizes = [sum(len(r.content_json()) for r in records[m.first : m.end]) for m in history]
         legal = [m.role == "user" and not m.has_tool_result for m in history]
         last = history[-1]
-        split = find_compress_split_point(sizes, legal, last.role == "assistant" and not last.has_tool_use, 1 - config.preserve_fraction)
+        split = find_compress_split_point(
+            sizes, legal, last.role == "assistant" and not last.has_tool_use, 1 - config.preserve_fraction
+        )
         if split <= 0:
             return None
         start = history[split].first if split < len(history) else pending
@@ -138,7 +144,8 @@ class GeminiCli(Strategy):
             kind=self.name,
             trigger="tokens",
             records=new,
-            dropped=tuple(r.uuid for r in view.records[:start]) + tuple(r.uuid for r in records[start:] if id(r) not in originals),
+            dropped=tuple(r.uuid for r in view.records[:start])
+            + tuple(r.uuid for r in records[start:] if id(r) not in originals),
             added=added + tuple(r for r in records[start:] if id(r) not in originals),
             start=start,
             summary=text,

@@ -110,7 +110,15 @@ class LangChainTrim(Strategy):
                 kept.pop()
             end = kept[-1][1] if kept else 0
             new = tuple(records[:end])
-            return Compaction(self.name, "tokens", new, tuple(r.uuid for r in records[end:]), (), None, details={"kept_messages": len(kept)})
+            return Compaction(
+                self.name,
+                "tokens",
+                new,
+                tuple(r.uuid for r in records[end:]),
+                (),
+                None,
+                details={"kept_messages": len(kept)},
+            )
         if end_on:
             while messages and messages[-1][2] not in end_on:
                 messages = messages[:-1]
@@ -129,7 +137,13 @@ class LangChainTrim(Strategy):
             return None
         new = tuple(records[start:end])
         return Compaction(
-            self.name, "tokens", new, tuple(r.uuid for r in (*records[:start], *records[end:])), (), start, start,
+            self.name,
+            "tokens",
+            new,
+            tuple(r.uuid for r in (*records[:start], *records[end:])),
+            (),
+            start,
+            start,
             details={"kept_messages": len([m for m in messages if m[0] >= start])},
         )
 
@@ -146,7 +160,10 @@ class SummarizationConfig(StrategyConfig):
 
     @model_validator(mode="after")
     def _values(self) -> SummarizationConfig:
-        sizes = [self.keep, *([] if self.trigger is None else [self.trigger] if isinstance(self.trigger, tuple) else self.trigger)]
+        sizes = [
+            self.keep,
+            *([] if self.trigger is None else [self.trigger] if isinstance(self.trigger, tuple) else self.trigger),
+        ]
         for kind, value in sizes:
             if value <= 0 or (kind == "fraction" and value > 1):
                 raise ValueError(f"invalid context size ({kind!r}, {value})")
@@ -200,4 +217,12 @@ class LangChainSummarization(Strategy):
             [r for m in chosen for r in records[m[0] : m[1]] if is_sent(r)], custom_instructions=config.summary_prompt
         )
         summary = user_note(text, self.name, str(view.step), event=True)
-        return splice(view, start, kind=self.name, trigger="+".join(t[0] for t in triggers), added=(summary,), naive_start=naive, summary=text)
+        return splice(
+            view,
+            start,
+            kind=self.name,
+            trigger="+".join(t[0] for t in triggers),
+            added=(summary,),
+            naive_start=naive,
+            summary=text,
+        )

@@ -62,7 +62,9 @@ class Letta(Strategy):
     """Letta sliding window: above 90% of the window evict the oldest messages until under 70%."""
 
     name = "letta"
-    description = "Letta sliding window: above 90% of the window summarise the oldest messages down to < 70% (×1.3 margin)."
+    description = (
+        "Letta sliding window: above 90% of the window summarise the oldest messages down to < 70% (×1.3 margin)."
+    )
     Config = LettaConfig
 
     def post_tokens(self, view: ContextView, start: int) -> float:
@@ -88,7 +90,10 @@ class Letta(Strategy):
             if first is None:
                 break
             candidate = safe_cut(records, first)
-            if any(is_sent(r) and not is_added(r) for r in records[:candidate]) and self.post_tokens(view, candidate) < goal:
+            if (
+                any(is_sent(r) and not is_added(r) for r in records[:candidate])
+                and self.post_tokens(view, candidate) < goal
+            ):
                 start, naive = candidate, first
                 break
         from ..summarize.offline import OfflineSummarizer
@@ -96,5 +101,12 @@ class Letta(Strategy):
         evicted = [_clipped(r, config.clip_chars) for r in records[:start] if is_sent(r)]
         text = OfflineSummarizer().summarize(evicted)
         summary = user_note(text, self.name, str(view.step), event=True)
-        result = splice(view, start, kind=self.name, trigger="tokens", added=(summary,), naive_start=naive, summary=text)
-        return Compaction(**{**result.__dict__, "details": {"tries": tries, "goal": goal, "post_tokens": self.post_tokens(view, start)}})
+        result = splice(
+            view, start, kind=self.name, trigger="tokens", added=(summary,), naive_start=naive, summary=text
+        )
+        return Compaction(
+            **{
+                **result.__dict__,
+                "details": {"tries": tries, "goal": goal, "post_tokens": self.post_tokens(view, start)},
+            }
+        )

@@ -68,7 +68,9 @@ def rewrite_tool_results(
     return out, changed
 
 
-def in_place(kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]) -> Compaction:
+def in_place(
+    kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]
+) -> Compaction:
     """A compaction that rewrote some records and dropped none of the conversation (``start`` None)."""
     new_ids = {id(r) for r in new}
     old_ids = {id(r) for r in old}
@@ -91,7 +93,9 @@ class ObservationMaskingConfig(StrategyConfig):
 
 def masked_turn_ids(records: Sequence[Record], config: ObservationMaskingConfig) -> set[str]:
     """tool_use ids of the turns whose observations are masked."""
-    turns = [ids for call in api_calls(records) if (ids := [i for k in call.indices for i in records[k].tool_use_ids()])]
+    turns = [
+        ids for call in api_calls(records) if (ids := [i for k in call.indices for i in records[k].tool_use_ids()])
+    ]
     masked = max(0, (len(turns) // config.polling) * config.polling - config.keep_last_turns)
     return {i for ids in turns[:masked] for i in ids}
 

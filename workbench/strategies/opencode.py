@@ -38,7 +38,16 @@ from ..tokens.js import rough_tokens
 from ..transcript.model import Block
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .observation_masking import in_place, rewrite_tool_results
-from .recent_window import is_added, prompt_indices, safe_cut, shrinking_start, splice, step_starts, user_note
+from .recent_window import (
+    is_added,
+    is_prompt,
+    prompt_indices,
+    safe_cut,
+    shrinking_start,
+    splice,
+    step_starts,
+    user_note,
+)
 from .registry import register
 
 __all__ = ["OpenCode", "OpenCodeConfig", "OpenCodePrune", "PruneConfig"]
@@ -86,8 +95,9 @@ def tail_start(view: ContextView, budget: int, tail_turns: int | None) -> int:
             continue
         for m in reversed([m for m in messages if first <= m < end]):
             cost = sum(view.rough[m:start])
-            if used + cost > budget - 0:
+            if used + cost > budget:
                 break
+            used += cost
             start = m
         break
     return start
@@ -98,7 +108,9 @@ class OpenCode(Strategy):
     """opencode auto compaction at usable = 148k (200k − 32k output − 20k reserved), 15k-token tail."""
 
     name = "opencode"
-    description = "opencode compaction when tokens ≥ window − max output − min(20k, max output): summary + 15k-token tail."
+    description = (
+        "opencode compaction when tokens ≥ window − max output − min(20k, max output): summary + 15k-token tail."
+    )
     Config = OpenCodeConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
@@ -111,7 +123,9 @@ class OpenCode(Strategy):
 
         text = OfflineSummarizer().summarize(list(view.records[:start]))
         summary = user_note(text, self.name, str(view.step), event=True)
-        result = splice(view, start, kind=self.name, trigger="overflow", added=(summary,), naive_start=naive, summary=text)
+        result = splice(
+            view, start, kind=self.name, trigger="overflow", added=(summary,), naive_start=naive, summary=text
+        )
         return replace(result, fallbacks=fallbacks)
 
 
@@ -134,7 +148,9 @@ class OpenCodePrune(Strategy):
     outputs when they exceed 20k tokens."""
 
     name = "opencode-prune"
-    description = "opencode prune: keep the last 2 turns and newest 40k tool-output tokens; clear older outputs if >20k."
+    description = (
+        "opencode prune: keep the last 2 turns and newest 40k tool-output tokens; clear older outputs if >20k."
+    )
     Config = PruneConfig
 
     def new_state(self) -> PruneState:
@@ -154,7 +170,7 @@ class OpenCodePrune(Strategy):
         candidates: set[str] = set()
         done = False
         for record in reversed(records):
-            if record.kind == "user" and record.string_content is not None and _is_turn_start(record):
+            if is_prompt(record):
                 turns += 1
             if turns < config.protected_turns:
                 continue
@@ -181,9 +197,3 @@ class OpenCodePrune(Strategy):
 
         new, changed = rewrite_tool_results(records, clear, candidates)
         return in_place(self.name, config.mode, records, new, {"pruned": changed, "pruned_tokens": pruned})
-
-
-def _is_turn_start(record: Any) -> bool:
-    from .recent_window import is_prompt
-
-    return is_prompt(record)

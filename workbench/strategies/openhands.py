@@ -159,7 +159,9 @@ class OpenHandsRecent(_Condenser):
             return None
         head_end, start, naive = cut
         marker = user_note("[Earlier events forgotten.]", self.name, str(view.step))
-        return splice(view, start, kind=self.name, trigger="events", head_end=head_end, added=(marker,), naive_start=naive)
+        return splice(
+            view, start, kind=self.name, trigger="events", head_end=head_end, added=(marker,), naive_start=naive
+        )
 
 
 class AmortizedConfig(StrategyConfig):
@@ -190,7 +192,9 @@ class OpenHandsAmortized(_Condenser):
             return None
         head_end, start, naive = cut
         marker = user_note("[Earlier events forgotten.]", self.name, str(view.step))
-        return splice(view, start, kind=self.name, trigger="events", head_end=head_end, added=(marker,), naive_start=naive)
+        return splice(
+            view, start, kind=self.name, trigger="events", head_end=head_end, added=(marker,), naive_start=naive
+        )
 
 
 class LLMSummarizingConfig(StrategyConfig):
@@ -265,8 +269,14 @@ class OpenHandsLLM(_Condenser):
         text = offline_summary(forgotten)
         summary = user_note(text, self.name, str(view.step), event=True)
         return splice(
-            view, start, kind=self.name, trigger="tokens" if by_tokens and count <= config.max_size else config.unit + "s",
-            head_end=head_end, added=(summary,), naive_start=naive, summary=text,
+            view,
+            start,
+            kind=self.name,
+            trigger="tokens" if by_tokens and count <= config.max_size else config.unit + "s",
+            head_end=head_end,
+            added=(summary,),
+            naive_start=naive,
+            summary=text,
         )
 
 
@@ -301,8 +311,11 @@ def resized(view: ContextView, compaction: Compaction) -> ContextView:
     new_rough = tuple(rough.count_many(compaction.records))
     new_padded = tuple(padded.count_many(compaction.records))
     return replace(
-        view, records=compaction.records, tokens=view.tokens - sum(view.rough) + sum(new_rough),
-        rough=new_rough, padded=new_padded,
+        view,
+        records=compaction.records,
+        tokens=view.tokens - sum(view.rough) + sum(new_rough),
+        rough=new_rough,
+        padded=new_padded,
     )
 
 
@@ -360,7 +373,10 @@ class OpenHandsPipeline(Strategy):
         added = tuple(r for c in done for r in c.added if id(r) in final)
         dropped = tuple(dict.fromkeys(u for c in done for u in c.dropped))
         return replace(
-            last, kind="+".join(c.kind for c in done), trigger="+".join(c.trigger for c in done),
-            dropped=dropped, added=added if last.start is None else last.added,
+            last,
+            kind="+".join(c.kind for c in done),
+            trigger="+".join(c.trigger for c in done),
+            dropped=dropped,
+            added=added if last.start is None else last.added,
             details={c.kind: c.details for c in done},
         )

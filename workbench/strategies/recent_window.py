@@ -93,7 +93,12 @@ def user_note(text: str, kind: str, *key: str, event: bool = False) -> Record:
 def assistant_note(text: str, kind: str, *key: str) -> Record:
     """An assistant text record created by a compaction (Gemini's and Aider's acknowledgements)."""
     uuid = _uuid(kind, "assistant", text, *key)
-    raw = {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}, "uuid": uuid, ADDED_FLAG: kind}
+    raw = {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        "uuid": uuid,
+        ADDED_FLAG: kind,
+    }
     return Record(
         kind="assistant",
         role="assistant",
@@ -265,7 +270,9 @@ class WindowConfig(StrategyConfig):
     @model_validator(mode="after")
     def _keep_below_trigger(self) -> WindowConfig:
         if self.keep_fraction >= self.trigger_fraction:
-            raise ValueError(f"keep_fraction ({self.keep_fraction}) must be below trigger_fraction ({self.trigger_fraction})")
+            raise ValueError(
+                f"keep_fraction ({self.keep_fraction}) must be below trigger_fraction ({self.trigger_fraction})"
+            )
         return self
 
 
