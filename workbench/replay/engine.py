@@ -262,6 +262,7 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             removed += round(scale * sum(measure.count_many([r for r in context if id(r) not in survivors])))
             added += round(scale * sum(measure.count_many([r for r in compaction.records if id(r) not in previous])))
             tokens = none_tokens - removed + added
+            kept = [r for r in compaction.records if id(r) in previous]
             context = list(compaction.records)
             diverged = True
         sent_before = list(context)
@@ -270,7 +271,7 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             last_check = check_request(context, thinking=thinking, original_thinking=originals)
         if compaction is not None:
             result.events.append(
-                _event(session, strategy, call.step, previous_message_id, compaction, before_tokens, tokens, last_check)
+                _event(session, strategy, call.step, previous_message_id, compaction, before_tokens, tokens, last_check, kept)
             )
         result.steps.append(
             {
@@ -303,8 +304,9 @@ def _event(
     before: int,
     after: int,
     check: RequestCheck | None,
+    kept: Sequence[Record],
 ) -> dict[str, Any]:
-    kept = compaction.records[len(compaction.added) :] if compaction.start is not None else ()
+    """One events row; ``kept`` are the records of the old context that survived unchanged."""
     return {
         "session_id": session.id,
         "strategy": strategy.name,
