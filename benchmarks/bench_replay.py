@@ -22,7 +22,11 @@ def main() -> None:
     if "--strategy" in args:
         strategy_name = args[args.index("--strategy") + 1]
     positional = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--strategy")]
-    corpus = Path(positional[0]) if positional else Path(os.environ.get("WORKBENCH_CORPUS", "../shared/corpus")) / "claude-code"
+    corpus = (
+        Path(positional[0])
+        if positional
+        else Path(os.environ.get("WORKBENCH_CORPUS", "../shared/corpus")) / "claude-code"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["WORKBENCH_CACHE_DIR"] = tmp
         from workbench.replay import replay_sessions

@@ -43,7 +43,7 @@ def main() -> None:
         for name in ESTIMATORS:
             get_estimator(name)  # load the BPE ranks outside the timed region
             db = Path(tmp) / f"{name.replace(':', '_')}.sqlite"
-            load1, count1, total1, misses1 = _run(corpus, name, db)
+            load1, count1, total1, _misses1 = _run(corpus, name, db)
             load2, count2, total2, misses2 = _run(corpus, name, db)
             assert total1 == total2 and misses2 == 0
             rows.append(

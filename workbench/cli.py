@@ -51,7 +51,11 @@ def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]
             by_kind[record.kind] += 1
             if session.format == "claude-code" and record.kind not in KNOWN_TYPES:
                 warnings.append(
-                    {"file": record.source, "line": record.line_no, "reason": f"unknown type {record.kind!r}, kept as is"}
+                    {
+                        "file": record.source,
+                        "line": record.line_no,
+                        "reason": f"unknown type {record.kind!r}, kept as is",
+                    }
                 )
     checked = [s for s in sessions if round_trips(s) is not None]
     different = [s.source for s in checked if not round_trips(s)]
@@ -117,7 +121,9 @@ def tokens(
     }
     human = summary.to_string(index=False)
     if not boundaries.empty:
-        human += "\n\nrecorded compact boundaries (preTokens vs estimate just before):\n" + boundaries.to_string(index=False)
+        human += "\n\nrecorded compact boundaries (preTokens vs estimate just before):\n" + boundaries.to_string(
+            index=False
+        )
     _emit(data, as_json, human)
 
 
@@ -133,7 +139,9 @@ def export(
     _fail_if_nothing(sessions, report)
     written = []
     for session in sessions:
-        root = next((p for p in paths if p.is_dir() and session.source and Path(session.source).is_relative_to(p)), None)
+        root = next(
+            (p for p in paths if p.is_dir() and session.source and Path(session.source).is_relative_to(p)), None
+        )
         written.append(str(export_session(session, out, root=root)))
     _emit({"written": written, "sessions": len(sessions)}, as_json, "\n".join(written))
 
@@ -141,7 +149,9 @@ def export(
 @app.command()
 def validate(
     paths: PathsArg,
-    no_repair: Annotated[bool, typer.Option("--no-repair", help="Validate the normalized request without repair.")] = False,
+    no_repair: Annotated[
+        bool, typer.Option("--no-repair", help="Validate the normalized request without repair.")
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -151,8 +161,14 @@ def validate(
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
     data = validate_report(sessions, repair=not no_repair)
-    human = f"{data['sessions']} sessions, {data['steps']} steps, {len(data['violations'])} violations, {data['repaired']} repaired"
-    human += "".join(f"\n{v['session_id']} step {v['step']}: {v['rule']} at {v['location']}: {v['message']}" for v in data["violations"])
+    human = (
+        f"{data['sessions']} sessions, {data['steps']} steps, "
+        f"{len(data['violations'])} violations, {data['repaired']} repaired"
+    )
+    human += "".join(
+        f"\n{v['session_id']} step {v['step']}: {v['rule']} at {v['location']}: {v['message']}"
+        for v in data["violations"]
+    )
     _emit(data, as_json, human)
 
 
@@ -168,7 +184,10 @@ def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None)
     for family in ("all_indices", "keep_window"):
         for variant, row in data[family].items():
             if isinstance(row, dict) and "rate" in row:
-                lines.append(f"{family:<12} {variant:<9} cuts={row['cuts']:<6} violating={row['violating']:<6} rate={row['rate']:.4f}")
+                lines.append(
+                    f"{family:<12} {variant:<18} cuts={row['cuts']:<6} "
+                    f"violating={row['violating']:<6} rate={row['rate']:.4f}"
+                )
     _emit(data, as_json, "\n".join(lines))
 
 
@@ -212,8 +231,12 @@ def list_strategies(as_json: JsonOpt = False) -> None:
 def replay(
     paths: PathsArg,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy name (see `workbench strategies`).")],
-    sets: Annotated[list[str] | None, typer.Option("--set", help="Config override key=value (dotted keys nest).")] = None,
-    estimator: Annotated[str, typer.Option(help="Per-record estimator for post-compaction accounting.")] = "claude-rough",
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="Config override key=value (dotted keys nest).")
+    ] = None,
+    estimator: Annotated[
+        str, typer.Option(help="Per-record estimator for post-compaction accounting.")
+    ] = "claude-rough",
     out: Annotated[Path | None, typer.Option("--out", help="Write steps.parquet and events.parquet here.")] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
@@ -234,8 +257,20 @@ def replay(
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
     results = replay_sessions(sessions, instance, estimator=estimator, progress=not as_json)
-    keys = ("kind", "trigger", "step", "after_message_id", "tokens_before", "tokens_after", "violations",
-            "violation_rules", "repaired", "fallbacks", "keep_start", "naive_start")
+    keys = (
+        "kind",
+        "trigger",
+        "step",
+        "after_message_id",
+        "tokens_before",
+        "tokens_after",
+        "violations",
+        "violation_rules",
+        "repaired",
+        "fallbacks",
+        "keep_start",
+        "naive_start",
+    )
     data = {
         "strategy": instance.name,
         "config": instance.config.model_dump(mode="json"),

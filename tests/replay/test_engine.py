@@ -5,9 +5,9 @@ from __future__ import annotations
 from synthetic import make_session
 
 from workbench.replay import replay_frames, replay_session
+from workbench.strategies import create
 from workbench.tokens.context import prompt_tokens, token_count_with_estimation
 from workbench.transcript.steps import api_calls
-from workbench.strategies import create
 
 
 def test_none_reports_one_step_per_api_call_and_recorded_sizes() -> None:

@@ -22,8 +22,13 @@ def test_claude_context_reproduces_every_recorded_pre_tokens_within_one_percent(
 def test_calibration_table_covers_every_estimator(claude_sessions) -> None:
     summary = calibration_summary(calibration_frame(claude_sessions))
     assert set(summary["estimator"]) == {
-        "claude-rough", "claude-padded", "tiktoken:o200k_base", "tiktoken:cl100k_base",
-        "usage", "claude-context", "claude-context-last-record",
+        "claude-rough",
+        "claude-padded",
+        "tiktoken:o200k_base",
+        "tiktoken:cl100k_base",
+        "usage",
+        "claude-context",
+        "claude-context-last-record",
     }
     by_name = summary.set_index("estimator")
     assert (by_name["calls"] > 400).all()

@@ -16,14 +16,22 @@ from workbench.transcript import Block, Record
 
 def _user(content) -> Record:
     if isinstance(content, str):
-        return Record("user", uuid="u", role="user", blocks=(Block.text_block(content),), string_content=True, has_content=True)
+        return Record(
+            "user", uuid="u", role="user", blocks=(Block.text_block(content),), string_content=True, has_content=True
+        )
     return Record("user", uuid="u", role="user", blocks=tuple(Block.from_raw(b) for b in content), has_content=True)
 
 
 def _assistant(blocks, mid="m1", usage=None) -> Record:
     return Record(
-        "assistant", uuid=f"a-{mid}-{len(blocks)}", role="assistant", message_id=mid,
-        blocks=tuple(Block.from_raw(b) for b in blocks), has_content=True, usage=usage, model="claude-opus-4-6",
+        "assistant",
+        uuid=f"a-{mid}-{len(blocks)}",
+        role="assistant",
+        message_id=mid,
+        blocks=tuple(Block.from_raw(b) for b in blocks),
+        has_content=True,
+        usage=usage,
+        model="claude-opus-4-6",
     )
 
 
@@ -73,7 +81,8 @@ def test_tiktoken_is_offline_from_the_packaged_bpe_files(tmp_path: Path) -> None
         "socket.socket.connect = refuse\n"
         "from workbench.tokens.estimators import get_estimator\n"
         "from workbench.transcript import Block, Record\n"
-        "r = Record('user', role='user', blocks=(Block.text_block('hello world'),), string_content=True, has_content=True)\n"
+        "r = Record('user', role='user', blocks=(Block.text_block('hello world'),),\n"
+        "           string_content=True, has_content=True)\n"
         "print(get_estimator('tiktoken:o200k_base').count(r), get_estimator('tiktoken:cl100k_base').count(r))\n"
     )
     env = {"PATH": "", "WORKBENCH_CACHE_DIR": str(tmp_path / "wb"), "HOME": str(tmp_path)}

@@ -85,7 +85,9 @@ GOOD = b'{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi
         (GOOD + b"\n\n" + GOOD + b"\n", 2, "blank line"),
     ],
 )
-def test_bad_lines_are_reported_with_file_line_and_reason(tmp_path: Path, payload: bytes, line: int, reason: str) -> None:
+def test_bad_lines_are_reported_with_file_line_and_reason(
+    tmp_path: Path, payload: bytes, line: int, reason: str
+) -> None:
     path = _write(tmp_path, "s.jsonl", payload)
     code, data = _ingest(str(path))
     assert code == 0

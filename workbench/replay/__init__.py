@@ -3,4 +3,4 @@
 from .engine import ReplayResult, replay_session, strip_recorded_compactions
 from .run import replay_frames, replay_sessions
 
-__all__ = ["ReplayResult", "replay_frames", "replay_sessions", "replay_session", "strip_recorded_compactions"]
+__all__ = ["ReplayResult", "replay_frames", "replay_session", "replay_sessions", "strip_recorded_compactions"]

@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from ..api.validate import original_thinking_blocks
 from ..strategies.base import Compaction, ContextView, Strategy
 from ..tokens.cache import cached_estimator
 from ..tokens.context import get_token_usage, prompt_tokens, usage_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from ..api.validate import original_thinking_blocks
 from .validation import RequestCheck, check_request
 
 __all__ = ["ReplayResult", "replay_session", "session_scale", "strip_recorded_compactions"]
@@ -172,14 +172,19 @@ class _UncompactedSize:
 
 
 def session_scale(
-    records: Sequence[Record], counts: Sequence[int], *, end: int | None = None, bounds: tuple[float, float] = (0.5, 3.0)
+    records: Sequence[Record],
+    counts: Sequence[int],
+    *,
+    end: int | None = None,
+    bounds: tuple[float, float] = (0.5, 3.0),
 ) -> float:
     """Real tokens per estimated token in this session, from its recorded usage.
 
     The first API call fixes the overhead transcripts do not record (system prompt, tools):
     ``overhead = prompt(first) − Σ estimate(before first)``. The ratio is then
     ``(prompt(last) − overhead) / Σ estimate(before last)`` at the last call before any recorded compact
-    boundary (or before ``end``, where stripped boundaries were) (the widest lever), clamped to ``bounds``; 1.0 where the session has no usage.
+    boundary (or before ``end``, where stripped boundaries were), the widest lever, clamped to
+    ``bounds``; 1.0 where the session has no usage.
     """
     calls = [c for c in api_calls(records) if c.usage(records) is not None]
     boundary = next((i for i, r in enumerate(records) if r.is_compact_boundary), len(records))
@@ -271,7 +276,17 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
             last_check = check_request(context, thinking=thinking, original_thinking=originals)
         if compaction is not None:
             result.events.append(
-                _event(session, strategy, call.step, previous_message_id, compaction, before_tokens, tokens, last_check, kept)
+                _event(
+                    session,
+                    strategy,
+                    call.step,
+                    previous_message_id,
+                    compaction,
+                    before_tokens,
+                    tokens,
+                    last_check,
+                    kept,
+                )
             )
         result.steps.append(
             {

@@ -3,4 +3,13 @@
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import create, get_strategy, register, strategies
 
-__all__ = ["Compaction", "ContextView", "Strategy", "StrategyConfig", "create", "get_strategy", "register", "strategies"]
+__all__ = [
+    "Compaction",
+    "ContextView",
+    "Strategy",
+    "StrategyConfig",
+    "create",
+    "get_strategy",
+    "register",
+    "strategies",
+]

@@ -1,4 +1,20 @@
 """Imports every built-in strategy module so each registers itself."""
 
-from . import baseline, claude_code, full_compact, microcompact, sm_compact  # noqa: F401
-from . import aider, codex, context_editing, gemini, langchain, letta, observation_masking, opencode, openhands, recent_window, truncate_oldest  # noqa: F401
+from . import (  # noqa: F401
+    aider,
+    baseline,
+    claude_code,
+    codex,
+    context_editing,
+    full_compact,
+    gemini,
+    langchain,
+    letta,
+    microcompact,
+    observation_masking,
+    opencode,
+    openhands,
+    recent_window,
+    sm_compact,
+    truncate_oldest,
+)

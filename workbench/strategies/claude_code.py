@@ -13,7 +13,6 @@ place, and the auto-compact check then sees the reduced size.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..tokens.estimators import get_estimator
 from .base import Compaction, ContextView, Strategy, StrategyConfig

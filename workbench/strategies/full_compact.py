@@ -87,7 +87,9 @@ def summarizer_for(name: str) -> Any:
     return OfflineSummarizer()
 
 
-def full_compaction(view: ContextView, config: FullCompactConfig, *, trigger: str, fallbacks: tuple[str, ...] = ()) -> Compaction:
+def full_compaction(
+    view: ContextView, config: FullCompactConfig, *, trigger: str, fallbacks: tuple[str, ...] = ()
+) -> Compaction:
     """Summarise everything and keep nothing."""
     from ..summarize.prompt import compact_user_summary_message
 

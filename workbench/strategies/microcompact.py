@@ -23,8 +23,8 @@ __all__ = [
     "TOOL_RESULT_CLEARED_MESSAGE",
     "Microcompact",
     "MicrocompactTruncate",
-    "ToolResultBudgetConfig",
     "TimeBasedConfig",
+    "ToolResultBudgetConfig",
     "TruncateConfig",
     "apply_tool_result_budget",
     "time_based_microcompact",
@@ -153,8 +153,10 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, 
         total = sum(js_len(b.result_text()) for b in results)
         for block in results:
             size = js_len(block.result_text())
-            if block.tool_use_id and "<persisted-output>" not in block.result_text() and (
-                size > config.max_result_chars or total > config.max_message_chars
+            if (
+                block.tool_use_id
+                and "<persisted-output>" not in block.result_text()
+                and (size > config.max_result_chars or total > config.max_message_chars)
             ):
                 too_big.add(block.tool_use_id)
                 total -= size
@@ -177,7 +179,9 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, 
     return _in_place("tool-result-budget", "size", records, new, {"persisted": changed})
 
 
-def _in_place(kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]) -> Compaction:
+def _in_place(
+    kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]
+) -> Compaction:
     new_ids = {id(r) for r in new}
     old_ids = {id(r) for r in old}
     return Compaction(

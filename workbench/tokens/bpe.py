@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -46,7 +46,7 @@ def seed_tiktoken_cache() -> Path:
     return folder
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_encoding(name: str):  # type: ignore[no-untyped-def]
     if name not in ENCODINGS:
         raise ValueError(f"unknown tiktoken encoding {name!r}; packaged: {', '.join(ENCODINGS)}")

@@ -17,7 +17,7 @@ from ..cache import cache_root
 from ..transcript.model import Record
 from .estimators import Estimator, get_estimator
 
-__all__ = ["CachedEstimator", "CacheStats", "cached_estimator"]
+__all__ = ["CacheStats", "CachedEstimator", "cached_estimator"]
 
 _BATCH = 500
 

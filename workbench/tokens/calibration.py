@@ -100,7 +100,9 @@ def calibration_frame(sessions: Iterable[Session], estimators: Sequence[str] | N
 def calibration_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per estimator: number of calls, median and p90 absolute % error, median signed % error."""
     if frame.empty:
-        return pd.DataFrame(columns=["estimator", "calls", "median_abs_error_pct", "p90_abs_error_pct", "median_error_pct"])
+        return pd.DataFrame(
+            columns=["estimator", "calls", "median_abs_error_pct", "p90_abs_error_pct", "median_error_pct"]
+        )
     grouped = frame.assign(abs_error=frame["error_pct"].abs()).groupby("estimator", sort=False)
     out = pd.DataFrame(
         {

@@ -46,15 +46,20 @@ def _int(usage: Mapping[str, Any], key: str) -> int:
 
 def usage_tokens(usage: Mapping[str, Any]) -> int:
     """``getTokenCountFromUsage``: input + cache creation + cache read + output."""
-    return _int(usage, "input_tokens") + _int(usage, "cache_creation_input_tokens") + _int(
-        usage, "cache_read_input_tokens"
-    ) + _int(usage, "output_tokens")
+    return (
+        _int(usage, "input_tokens")
+        + _int(usage, "cache_creation_input_tokens")
+        + _int(usage, "cache_read_input_tokens")
+        + _int(usage, "output_tokens")
+    )
 
 
 def prompt_tokens(usage: Mapping[str, Any]) -> int:
     """What the request itself measured: input + cache creation + cache read (no output)."""
-    return _int(usage, "input_tokens") + _int(usage, "cache_creation_input_tokens") + _int(
-        usage, "cache_read_input_tokens"
+    return (
+        _int(usage, "input_tokens")
+        + _int(usage, "cache_creation_input_tokens")
+        + _int(usage, "cache_read_input_tokens")
     )
 
 

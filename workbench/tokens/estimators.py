@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Protocol, runtime_checkable
 
 from ..transcript.model import Record
@@ -108,7 +108,7 @@ def estimator_names() -> list[str]:
     return list(_FACTORIES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_estimator(name: str) -> Estimator:
     """The per-record estimator called ``name`` (one shared instance per name)."""
     try:

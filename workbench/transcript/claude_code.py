@@ -60,7 +60,9 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def record_from_json(obj: Any, *, line: str | None = None, source: str | None = None, line_no: int | None = None) -> Record:
+def record_from_json(
+    obj: Any, *, line: str | None = None, source: str | None = None, line_no: int | None = None
+) -> Record:
     """Build a Record from one parsed transcript object; raises `LineError` with the reason."""
     if not isinstance(obj, dict):
         raise LineError(f"expected a JSON object, found {type(obj).__name__}")
@@ -193,10 +195,7 @@ class ClaudeCodeLoader:
             agent_id = next((r.agent_id for r in records if r.agent_id), None) or path.stem.removeprefix("agent-")
         parent = None
         if agent_id is not None:
-            if path.parent.name == "subagents":
-                parent = path.parent.parent.name
-            else:
-                parent = session_id
+            parent = path.parent.parent.name if path.parent.name == "subagents" else session_id
         models = tuple(dict.fromkeys(r.model for r in records if r.model and r.model != "<synthetic>"))
         version = next((_str(r.raw.get("version")) for r in records if r.raw.get("version")), None)
         base = parent if agent_id is not None else session_id

@@ -35,10 +35,7 @@ def session_bytes(session: Session) -> bytes:
 def export_session(session: Session, out_dir: Path, *, root: Path | None = None) -> Path:
     """Write ``session`` under ``out_dir``, mirroring its path relative to ``root`` when given."""
     source = Path(session.source) if session.source else Path(f"{session.id}.jsonl")
-    if root is not None and source.is_relative_to(root):
-        relative = source.relative_to(root)
-    else:
-        relative = Path(source.name)
+    relative = source.relative_to(root) if root is not None and source.is_relative_to(root) else Path(source.name)
     if session.format == "anthropic-messages":
         relative = relative.with_name(f"{session.id.replace(':', '_')}.jsonl")
     target = out_dir / relative

@@ -17,7 +17,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -142,7 +141,9 @@ class Block:
             return content
         if isinstance(content, list):
             return "\n".join(
-                _as_str(part.get("text")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
+                _as_str(part.get("text"))
+                for part in content
+                if isinstance(part, Mapping) and part.get("type") == "text"
             )
         return ""
 
@@ -378,4 +379,3 @@ class Corpus:
 
     def __repr__(self) -> str:
         return f"Corpus({self.description!r})"
-

@@ -16,8 +16,8 @@ from typing import Protocol, runtime_checkable
 from .model import Corpus, Session, Skip
 
 __all__ = [
-    "Loader",
     "LoadReport",
+    "Loader",
     "TranscriptError",
     "detect",
     "get_loader",

@@ -57,6 +57,4 @@ def api_calls(records: Sequence[Record]) -> list[ApiCall]:
             groups[key] = []
             order.append(key)
         groups[key].append(index)
-    return [
-        ApiCall(step, key if isinstance(key, str) else None, tuple(groups[key])) for step, key in enumerate(order)
-    ]
+    return [ApiCall(step, key if isinstance(key, str) else None, tuple(groups[key])) for step, key in enumerate(order)]
