@@ -77,7 +77,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..memory.template import SECTION_HEADINGS
 from ..replay.engine import strip_recorded_compactions
+from ..summarize.prompt import SUMMARY_SECTIONS
 from ..transcript.model import Block, Record, Session
 from ..transcript.steps import api_calls
 from ._common import KEYS, as_list, ensure_keys, session_map, share
@@ -96,31 +98,9 @@ __all__ = [
     "section_coverage",
 ]
 
-#: Claude Code's compact-summary sections (docs §5.2).
-COMPACT_SECTIONS = (
-    "Primary Request and Intent",
-    "Key Technical Concepts",
-    "Files and Code Sections",
-    "Errors and fixes",
-    "Problem Solving",
-    "All user messages",
-    "Pending Tasks",
-    "Current Work",
-    "Optional Next Step",
-)
-#: Session-memory template sections (docs §1.1).
-MEMORY_SECTIONS = (
-    "Session Title",
-    "Current State",
-    "Task specification",
-    "Files and Functions",
-    "Workflow",
-    "Errors & Corrections",
-    "Codebase and System Documentation",
-    "Learnings",
-    "Key results",
-    "Worklog",
-)
+#: Claude Code's compact-summary sections (docs §5.2) and session-memory sections (docs §1.1).
+COMPACT_SECTIONS = SUMMARY_SECTIONS
+MEMORY_SECTIONS = tuple(heading.removeprefix("# ") for heading in SECTION_HEADINGS)
 
 DIRECTIVE_KINDS = frozenset({"directive", "correction"})
 DIRECTIVE_THRESHOLD = 0.6

@@ -34,10 +34,10 @@ from ..api.normalize import is_sent
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
-from .observation_masking import in_place
 from .recent_window import prompt_indices
 from .records import compact_boundary, summary_message
 from .registry import register
+from .rewrite import in_place
 
 __all__ = ["ClearThinking", "ClearToolUses", "ClearToolUsesConfig", "ServerCompact", "ServerCompactConfig"]
 

@@ -17,6 +17,7 @@ from ..tokens.js import js_len
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import register
+from .rewrite import in_place, rewrite_tool_results
 
 __all__ = [
     "COMPACTABLE_TOOLS",
@@ -78,26 +79,6 @@ def _compactable_ids(records: Sequence[Record], tools: frozenset[str]) -> list[s
     return [b.id for r in records if r.kind == "assistant" for b in r.tool_uses() if b.name in tools and b.id]
 
 
-def _rewrite(records: Sequence[Record], ids: set[str], new_content: Any) -> tuple[list[Record], int]:
-    """Replace the content of the tool_results in ``ids``; ``new_content(block)`` gives the new content
-    or None to leave the block alone. Returns the records and how many blocks changed."""
-    out, changed = [], 0
-    for record in records:
-        if record.kind != "user" or not any(b.tool_use_id in ids for b in record.tool_results()):
-            out.append(record)
-            continue
-        blocks = []
-        for block in record.blocks:
-            content = new_content(block) if block.kind == "tool_result" and block.tool_use_id in ids else None
-            if content is None:
-                blocks.append(block)
-            else:
-                blocks.append(Block(block.kind, {**block.raw, "content": content}))
-                changed += 1
-        out.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
-    return out, changed
-
-
 def time_based_microcompact(view: ContextView, config: TimeBasedConfig) -> Compaction | None:
     records = list(view.records)
     last_assistant = next((r for r in reversed(records) if r.kind == "assistant"), None)
@@ -112,10 +93,10 @@ def time_based_microcompact(view: ContextView, config: TimeBasedConfig) -> Compa
     def cleared(block: Block) -> str | None:
         return None if block.content == TOOL_RESULT_CLEARED_MESSAGE else TOOL_RESULT_CLEARED_MESSAGE
 
-    new, changed = _rewrite(records, clear, cleared)
+    new, changed = rewrite_tool_results(records, cleared, clear)
     if not changed:
         return None
-    return _in_place("microcompact", "time", records, new, {"cleared": changed, "gap_minutes": gap})
+    return in_place("microcompact", "time", records, new, {"cleared": changed, "gap_minutes": gap})
 
 
 def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compaction | None:
@@ -131,10 +112,10 @@ def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compactio
             return None
         return f"{text[: config.keep_chars]}\n...truncated, showing first {config.keep_chars} of {len(text)} chars"
 
-    new, changed = _rewrite(records, old, truncated)
+    new, changed = rewrite_tool_results(records, truncated, old)
     if not changed:
         return None
-    return _in_place("microcompact-truncate", "pct", records, new, {"truncated": changed})
+    return in_place("microcompact-truncate", "pct", records, new, {"truncated": changed})
 
 
 def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, *, start: int = 0) -> Compaction | None:
@@ -173,26 +154,10 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, 
             f"tool-results/{block.tool_use_id}.txt\n\nPreview (first 2KB):\n{head}{more}\n</persisted-output>"
         )
 
-    new, changed = _rewrite(records, too_big, preview)
+    new, changed = rewrite_tool_results(records, preview, too_big)
     if not changed:
         return None
-    return _in_place("tool-result-budget", "size", records, new, {"persisted": changed})
-
-
-def _in_place(
-    kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]
-) -> Compaction:
-    new_ids = {id(r) for r in new}
-    old_ids = {id(r) for r in old}
-    return Compaction(
-        kind=kind,
-        trigger=trigger,
-        records=tuple(new),
-        dropped=tuple(r.uuid for r in old if id(r) not in new_ids),
-        added=tuple(r for r in new if id(r) not in old_ids),
-        start=None,
-        details=details,
-    )
+    return in_place("tool-result-budget", "size", records, new, {"persisted": changed})
 
 
 @register

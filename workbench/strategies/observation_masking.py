@@ -18,8 +18,7 @@ It is checked before every API call; an event is reported whenever at least one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pydantic import Field
 
@@ -27,62 +26,13 @@ from ..transcript.model import Block, Record
 from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import register
+from .rewrite import in_place, rewrite_tool_results
 
-__all__ = [
-    "ObservationMasking",
-    "ObservationMaskingConfig",
-    "in_place",
-    "line_count",
-    "rewrite_tool_results",
-]
+__all__ = ["ObservationMasking", "ObservationMaskingConfig", "line_count"]
 
 
 def line_count(text: str) -> int:
     return text.count("\n") + 1 if text else 0
-
-
-def rewrite_tool_results(
-    records: Sequence[Record], new_content: Callable[[Block], Any | None], ids: set[str] | None = None
-) -> tuple[list[Record], int]:
-    """Replace tool_result contents (those in ``ids``, all when None): ``new_content(block)`` returns the
-    new content, or None to leave the block alone. Returns the records and how many blocks changed."""
-    out: list[Record] = []
-    changed = 0
-    for record in records:
-        if record.kind != "user" or not record.tool_results():
-            out.append(record)
-            continue
-        blocks = []
-        touched = False
-        for block in record.blocks:
-            content = None
-            if block.kind == "tool_result" and (ids is None or block.tool_use_id in ids):
-                content = new_content(block)
-            if content is None:
-                blocks.append(block)
-            else:
-                blocks.append(Block(block.kind, {**block.raw, "content": content}))
-                changed += 1
-                touched = True
-        out.append(record.with_blocks(blocks) if touched else record)
-    return out, changed
-
-
-def in_place(
-    kind: str, trigger: str, old: Sequence[Record], new: Sequence[Record], details: dict[str, Any]
-) -> Compaction:
-    """A compaction that rewrote some records and dropped none of the conversation (``start`` None)."""
-    new_ids = {id(r) for r in new}
-    old_ids = {id(r) for r in old}
-    return Compaction(
-        kind=kind,
-        trigger=trigger,
-        records=tuple(new),
-        dropped=tuple(r.uuid for r in old if id(r) not in new_ids),
-        added=tuple(r for r in new if id(r) not in old_ids),
-        start=None,
-        details=details,
-    )
 
 
 class ObservationMaskingConfig(StrategyConfig):

@@ -37,7 +37,6 @@ from pydantic import Field
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block
 from .base import Compaction, ContextView, Strategy, StrategyConfig
-from .observation_masking import in_place, rewrite_tool_results
 from .recent_window import (
     is_added,
     is_prompt,
@@ -49,6 +48,7 @@ from .recent_window import (
     user_note,
 )
 from .registry import register
+from .rewrite import in_place, rewrite_tool_results
 
 __all__ = ["OpenCode", "OpenCodeConfig", "OpenCodePrune", "PruneConfig"]
 

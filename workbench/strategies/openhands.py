@@ -36,9 +36,9 @@ from ..tokens.estimators import get_estimator
 from ..transcript.model import Block, Record
 from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig
-from .observation_masking import in_place, rewrite_tool_results
 from .recent_window import is_added, safe_cut, safe_head_end, splice, step_starts, user_note
 from .registry import register
+from .rewrite import in_place, rewrite_tool_results
 
 __all__ = [
     "AmortizedConfig",
