@@ -206,6 +206,16 @@ def structure_error(text: str, reference: SessionMemory) -> str | None:
     return None
 
 
+def _echo(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A response block as it goes back in the next request (API fields only)."""
+    kind = block.get("type")
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": block.get("input") or {}}
+    if kind == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    return dict(block)
+
+
 @dataclass
 class ExtractionReport:
     """What one `OnlineMemoryExtractor.extract` did."""
@@ -323,7 +333,8 @@ class OnlineMemoryExtractor(OnlineCaller):
                 results.append(result)
             if not results or not failed:
                 break
-            messages = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": results}]
+            echoed = [_echo(b) for b in content]
+            messages = [*messages, {"role": "assistant", "content": echoed}, {"role": "user", "content": results}]
         problem = structure_error(text, before)
         if problem is not None:
             report.structure_error = problem
