@@ -1,0 +1,205 @@
+"""Sweep cells: one (strategy, resolved config, session, estimator, code version), identified by a content hash.
+
+A cell's id is a hash of what determines its result and nothing else, so a re-run computes exactly
+the cells whose inputs changed: the strategy name, its *resolved* config (defaults filled in, so
+``{}`` and the spelled-out defaults are the same cell), the session's content fingerprint (not its
+path), the estimator, and the code version (package version plus a hash of the modules that compute
+results; ``WORKBENCH_CODE_VERSION`` overrides it). Provenance that does not change the result (paths,
+git revision, timestamps) is recorded next to the result, not hashed.
+
+`run_task` is what an executor runs: one session's cells. The worker process parses each source file
+once (`_sessions_of`, cached per process) and takes token counts from the shared on-disk cache, which
+the driver warms before dispatching, so the parsing and counting are paid once per worker, not per cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..transcript.model import Session, canonical_json
+
+__all__ = ["Cell", "CellTask", "code_version", "corpus_fingerprint", "git_revision", "make_cells", "run_task"]
+
+#: The packages whose code decides a cell's result (hashed into `code_version`).
+_RESULT_PACKAGES = ("api", "memory", "replay", "strategies", "summarize", "tokens", "transcript")
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """``<package version>+<12 hex digits of the result-determining sources>`` (or ``WORKBENCH_CODE_VERSION``)."""
+    override = os.environ.get("WORKBENCH_CODE_VERSION")
+    if override:
+        return override
+    from .. import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.blake2b(digest_size=6)
+    for package in _RESULT_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()}"
+
+
+@lru_cache(maxsize=1)
+def git_revision() -> str | None:
+    """The repository's HEAD (``-dirty`` when the working tree differs), or None outside a checkout."""
+    root = Path(__file__).resolve().parent.parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5)
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def corpus_fingerprint(fingerprints: Sequence[str]) -> str:
+    """Order-independent hash of the sessions' fingerprints."""
+    digest = hashlib.blake2b(digest_size=16)
+    for fp in sorted(fingerprints):
+        digest.update(fp.encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Cell:
+    strategy: str
+    config: Mapping[str, Any]
+    passed: Mapping[str, Any]
+    session_id: str
+    session_fingerprint: str
+    source: str | None
+    estimator: str
+    code_version: str
+
+    @property
+    def config_json(self) -> str:
+        return canonical_json(dict(self.config))
+
+    @property
+    def config_hash(self) -> str:
+        from ..metrics._common import config_hash
+
+        return config_hash(self.strategy, self.config)
+
+    @property
+    def id(self) -> str:
+        key = {
+            "strategy": self.strategy,
+            "config": dict(self.config),
+            "session": self.session_fingerprint,
+            "estimator": self.estimator,
+            "code": self.code_version,
+        }
+        return hashlib.blake2b(canonical_json(key).encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """What a worker needs: where to read the session, and the cells to compute on it."""
+
+    source: str
+    session_id: str
+    fingerprint: str
+    cells: tuple[Cell, ...]
+
+
+@dataclass
+class TaskResult:
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def make_cells(points: Sequence[Any], sessions: Sequence[Session], estimator: str) -> list[Cell]:
+    version = code_version()
+    return [
+        Cell(p.strategy, dict(p.resolved), dict(p.passed), s.id, s.fingerprint, s.source, estimator, version)
+        for p in points
+        for s in sessions
+    ]
+
+
+_SESSIONS: dict[tuple[str, int, int], dict[str, Session]] = {}
+
+
+def _sessions_of(source: str) -> dict[str, Session]:
+    """Every session of one source file, parsed once per process (keyed by path, size and mtime)."""
+    from ..transcript import load_paths
+
+    stat = os.stat(source)
+    key = (source, stat.st_size, stat.st_mtime_ns)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = {s.id: s for s in load_paths([source])}
+    return _SESSIONS[key]
+
+
+def _session(task: CellTask) -> Session:
+    session = _sessions_of(task.source).get(task.session_id)
+    if session is None or session.fingerprint != task.fingerprint:
+        raise RuntimeError(f"{task.source}: session {task.session_id} changed since the sweep was planned")
+    return session
+
+
+def _summary(steps: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    without = sum(int(r["tokens_without_compaction"]) for r in steps)
+    used = sum(int(r["context_tokens"]) for r in steps)
+    return {
+        "steps": len(steps),
+        "compactions": len(events),
+        "peak_context_tokens": max((int(r["context_tokens"]) for r in steps), default=0),
+        "peak_without_compaction": max((int(r["tokens_without_compaction"]) for r in steps), default=0),
+        "input_tokens": used,
+        "input_tokens_without": without,
+        "tokens_saved": without - used,
+        "saved_share": (without - used) / without if without else 0.0,
+        "violating_steps": sum(1 for r in steps if r["violations"]),
+        "violations": sum(int(r["violations"]) for r in steps),
+        "compaction_violations": sum(1 for e in events if e.get("violations")),
+        "repairs": sum(int(r["repaired"]) for r in steps),
+        "fallbacks": sum(len(e.get("fallbacks") or ()) for e in events),
+    }
+
+
+def run_task(task: CellTask) -> TaskResult:
+    """Replay one session through each of the task's cells (runs inside a worker)."""
+    from ..replay import replay_session
+    from ..strategies import create
+
+    session = _session(task)
+    out = TaskResult()
+    for cell in task.cells:
+        started = time.time()
+        result = replay_session(session, create(cell.strategy, dict(cell.config)), estimator=cell.estimator)
+        extra = {"cell_id": cell.id, "config_hash": cell.config_hash}
+        steps = [{**row, **extra} for row in result.steps]
+        events = [{**row, **extra} for row in result.events]
+        out.steps.extend(steps)
+        out.events.extend(events)
+        out.cells.append({
+            "cell_id": cell.id,
+            "strategy": cell.strategy,
+            "config_hash": cell.config_hash,
+            "session_id": cell.session_id,
+            "session_fingerprint": cell.session_fingerprint,
+            "source": cell.source,
+            "estimator": cell.estimator,
+            "code_version": cell.code_version,
+            "config_json": cell.config_json,
+            "passed_config_json": canonical_json(dict(cell.passed)),
+            **_summary(result.steps, result.events),
+            "started_at": started,
+            "elapsed_s": time.time() - started,
+        })
+    return out

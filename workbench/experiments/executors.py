@@ -1,0 +1,71 @@
+"""Executors: one ``concurrent.futures``-style interface for local processes and ``dask.distributed``.
+
+``executor`` names:
+
+* ``local`` (default): a `ProcessPoolExecutor` with ``workers`` processes (default: CPU count), started
+  with ``spawn``: the driver holds open SQLite connections (the token-count cache), which must not be
+  inherited through ``fork``.
+* ``inline``: no pool, cells run in the calling process (debugging, profiling, tiny sweeps).
+* ``dask-local``: a `distributed.LocalCluster` on 127.0.0.1 (no dashboard), started and closed here.
+* ``dask://HOST:PORT`` (or ``tcp://HOST:PORT``): an existing scheduler. Its workers need workbench
+  installed and the corpus at the same paths as the driver.
+
+The sweep only uses ``submit`` and `concurrent.futures.as_completed`, so every backend runs through the
+same code path (`distributed.Client.get_executor` returns standard futures).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["InlineExecutor", "executor_kind", "make_executor"]
+
+
+class InlineExecutor(Executor):
+    """Runs each submitted call immediately in the calling process."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(exc)
+        return future
+
+
+def executor_kind(name: str) -> str:
+    if name in ("local", "inline", "dask-local"):
+        return name
+    if name.startswith(("dask://", "tcp://")):
+        return "dask"
+    raise ValueError(f"unknown executor {name!r}: use local, inline, dask-local or dask://HOST:PORT")
+
+
+@contextmanager
+def make_executor(name: str = "local", workers: int | None = None) -> Iterator[Executor]:
+    """Yield an executor for ``name`` and shut it (and any cluster it started) down afterwards."""
+    kind = executor_kind(name)
+    count = workers or os.cpu_count() or 1
+    if kind == "inline":
+        yield InlineExecutor()
+    elif kind == "local":
+        with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
+            yield pool
+    else:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - dask is a declared dependency
+            raise RuntimeError("the dask executors need `pip install 'dask[distributed]'`") from exc
+        if kind == "dask-local":
+            with LocalCluster(n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1",
+                              dashboard_address=None) as cluster, Client(cluster) as client:
+                yield client.get_executor(pure=False)
+        else:
+            address = "tcp://" + name.split("://", 1)[1]
+            with Client(address) as client:
+                yield client.get_executor(pure=False)
