@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from .claude_code import LineError, split_lines
+from .jsonio import unreadable_session
 from .model import Block, Record, Session, Skip, canonical_json
 from .registry import register
 
 __all__ = ["AnthropicMessagesLoader", "session_from_request"]
+
+FORMAT = "anthropic-messages"
 
 
 def _records(request: dict[str, Any], source: str, prefix: str) -> tuple[list[Record], list[Skip]]:
@@ -104,7 +107,7 @@ class AnthropicMessagesLoader:
                 request = json.loads(data.decode("utf-8"))
                 return [session_from_request(request, source=source, session_id=path.stem)]
             except (UnicodeDecodeError, json.JSONDecodeError, LineError) as exc:
-                return [_unreadable(path, 1, f"not a Messages request: {exc}")]
+                return [unreadable_session(path, FORMAT, f"not a Messages request: {exc}")]
         sessions = []
         lines, _ = split_lines(data)
         for number, chunk in enumerate(lines, start=1):
@@ -112,19 +115,8 @@ class AnthropicMessagesLoader:
             try:
                 sessions.append(session_from_request(json.loads(chunk.decode("utf-8")), source=source, session_id=sid))
             except (UnicodeDecodeError, json.JSONDecodeError, LineError) as exc:
-                sessions.append(_unreadable(path, number, f"not a Messages request: {exc}", sid, chunk))
+                sessions.append(unreadable_session(path, FORMAT, f"not a Messages request: {exc}", number, chunk, sid))
         return sessions
-
-
-def _unreadable(path: Path, line: int, reason: str, sid: str | None = None, data: bytes = b"") -> Session:
-    return Session(
-        id=sid or path.stem,
-        records=(),
-        source=str(path),
-        format="anthropic-messages",
-        skipped=(Skip(str(path), line, reason, data),),
-        lines=1,
-    )
 
 
 def request_json(session: Session) -> str:

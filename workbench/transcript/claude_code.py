@@ -12,11 +12,11 @@ the parent's ``sessionId`` and their own ``agentId``, so the Session gets id
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -125,19 +125,11 @@ def record_from_json(
 def parse_line(data: bytes, *, source: str, line_no: int) -> Record | Skip:
     """One physical line (without its ``\\n``) to a Record, or a Skip with the reason."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Skip(source, line_no, f"invalid UTF-8 at byte {exc.start}", data)
-    if not text.strip():
-        return Skip(source, line_no, "blank line", data)
+        obj = decode_json_line(data)
+    except BadInput as exc:
+        return Skip(source, line_no, exc.reason, data)
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return Skip(source, line_no, f"invalid JSON: {exc.msg} at column {exc.colno}", data)
-    except RecursionError:
-        return Skip(source, line_no, "invalid JSON: nested too deeply", data)
-    try:
-        return record_from_json(obj, line=text, source=source, line_no=line_no)
+        return record_from_json(obj, line=data.decode("utf-8"), source=source, line_no=line_no)
     except LineError as exc:
         return Skip(source, line_no, str(exc), data)
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from .chat_jsonl import parse_arguments
 from .claude_code import split_lines
+from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -185,18 +186,11 @@ class CodexRolloutLoader:
         model = session_id = version = None
         for number, chunk in enumerate(lines, start=1):
             try:
+                obj = decode_json_line(chunk)
                 text = chunk.decode("utf-8")
-                if not text.strip():
-                    raise _LineError("blank line")
-                record = record_from_line(json.loads(text), sid=path.stem, line_no=number, source=source, line=text)
-            except UnicodeDecodeError as exc:
-                skipped.append(Skip(source, number, f"invalid UTF-8 at byte {exc.start}", chunk))
-                continue
-            except json.JSONDecodeError as exc:
-                skipped.append(Skip(source, number, f"invalid JSON: {exc.msg} at column {exc.colno}", chunk))
-                continue
-            except RecursionError:
-                skipped.append(Skip(source, number, "invalid JSON: nested too deeply", chunk))
+                record = record_from_line(obj, sid=path.stem, line_no=number, source=source, line=text)
+            except BadInput as exc:
+                skipped.append(Skip(source, number, exc.reason, chunk))
                 continue
             except _LineError as exc:
                 skipped.append(Skip(source, number, str(exc), chunk))

@@ -21,12 +21,12 @@ curve and where compression happened; not a re-sendable conversation.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .claude_code import split_lines
+from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -168,17 +168,11 @@ class GeminiResponsesLoader:
         skipped: list[Skip] = []
         for number, chunk in enumerate(lines, start=1):
             try:
+                obj = decode_json_line(chunk)
                 text = chunk.decode("utf-8")
-                if not text.strip():
-                    raise _LineError("blank line")
-                obj = json.loads(text)
                 records.append(record_from_call(obj, sid=sid, line_no=number, source=source, line=text))
-            except UnicodeDecodeError as exc:
-                skipped.append(Skip(source, number, f"invalid UTF-8 at byte {exc.start}", chunk))
-            except json.JSONDecodeError as exc:
-                skipped.append(Skip(source, number, f"invalid JSON: {exc.msg} at column {exc.colno}", chunk))
-            except RecursionError:
-                skipped.append(Skip(source, number, "invalid JSON: nested too deeply", chunk))
+            except BadInput as exc:
+                skipped.append(Skip(source, number, exc.reason, chunk))
             except _LineError as exc:
                 skipped.append(Skip(source, number, str(exc), chunk))
         caps = {"usage"} if any(r.usage for r in records) else set()

@@ -25,12 +25,12 @@ system prompt and tool definitions are only present if a ``system`` action was r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .chat_jsonl import normalize_usage, parse_arguments
+from .jsonio import BadInput, decode_json_document, unreadable_session
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -196,26 +196,12 @@ class OpenHandsLoader:
         source = str(path)
         data = path.read_bytes()
         try:
-            found = _events_of(json.loads(data.decode("utf-8")))
-            if found is not None:
-                return [session_from_events(found[0], session_id=path.stem, source=source, metadata=found[1])]
-            reason, line = "not an OpenHands event list (no list of events)", 1
-        except UnicodeDecodeError as exc:
-            reason, line = f"invalid UTF-8 at byte {exc.start}", 1
-        except json.JSONDecodeError as exc:
-            reason, line = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", exc.lineno
-        except RecursionError:
-            reason, line = "invalid JSON: nested too deeply", 1
-        return [
-            Session(
-                id=path.stem,
-                records=(),
-                source=source,
-                format=FORMAT,
-                lines=1,
-                skipped=(Skip(source, line, reason, data),),
-            )
-        ]
+            found = _events_of(decode_json_document(data))
+        except BadInput as exc:
+            return [unreadable_session(path, FORMAT, exc.reason, exc.line, data)]
+        if found is None:
+            return [unreadable_session(path, FORMAT, "not an OpenHands event list (no list of events)", 1, data)]
+        return [session_from_events(found[0], session_id=path.stem, source=source, metadata=found[1])]
 
 
 register(OpenHandsLoader())

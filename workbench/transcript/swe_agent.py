@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat_jsonl import ToolIds, content_blocks, openai_tool_use
+from .jsonio import BadInput, decode_json_document, unreadable_session
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -203,27 +204,11 @@ class SweAgentLoader:
         source = str(path)
         data = path.read_bytes()
         try:
-            obj = json.loads(data.decode("utf-8"))
-            return [session_from_traj(obj, session_id=path.stem, source=source)]
-        except UnicodeDecodeError as exc:
-            reason = f"invalid UTF-8 at byte {exc.start}"
-        except json.JSONDecodeError as exc:
-            reason = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        except RecursionError:
-            reason = "invalid JSON: nested too deeply"
+            return [session_from_traj(decode_json_document(data), session_id=path.stem, source=source)]
+        except BadInput as exc:
+            return [unreadable_session(path, FORMAT, exc.reason, exc.line, data)]
         except _ItemError as exc:
-            reason = f"not a SWE-agent trajectory: {exc}"
-        line = 1 if "at line" not in reason else int(reason.rsplit("at line ", 1)[1].split()[0])
-        return [
-            Session(
-                id=path.stem,
-                records=(),
-                source=source,
-                format=FORMAT,
-                lines=1,
-                skipped=(Skip(source, line, reason, data),),
-            )
-        ]
+            return [unreadable_session(path, FORMAT, f"not a SWE-agent trajectory: {exc}", 1, data)]
 
 
 register(SweAgentLoader())
