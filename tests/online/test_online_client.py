@@ -148,3 +148,12 @@ def test_cache_files_are_atomic_and_keyed(tmp_path: Path) -> None:
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
     path.write_text("{not json")
     assert cache.get(key) is None  # a damaged entry is a miss
+
+
+def test_sdk_retries_of_a_passed_client_are_switched_off(fake: FakeAnthropic) -> None:
+    for _ in range(3):
+        fake.fail(MESSAGES_PATH, 529, "overloaded_error", "Overloaded")
+    client = anthropic.Anthropic(api_key=FAKE_KEY, base_url=fake.base_url, max_retries=2)
+    with pytest.raises(OnlineAPIError):
+        call_api(client, "messages", {"model": "m", "max_tokens": 1, "messages": []}, RetryPolicy(max_attempts=1))
+    assert len(fake.calls()) == 1  # our policy alone decides how often a request is sent
