@@ -30,7 +30,10 @@ POST_COMPACT_TOKEN_BUDGET = 50_000
 
 class FullCompactConfig(StrategyConfig):
     trigger: AutoCompactTrigger = AutoCompactTrigger()
-    summarizer: Literal["offline"] = "offline"
+    summarizer: Literal["offline", "anthropic"] = Field(
+        "offline", description="offline: deterministic extractive; anthropic: Claude (needs ANTHROPIC_API_KEY)"
+    )
+    summarizer_model: str = "claude-sonnet-4-6"
     suppress_follow_up_questions: bool = True
     max_files_to_restore: int = Field(POST_COMPACT_MAX_FILES_TO_RESTORE, ge=0)
     tokens_per_file: int = Field(POST_COMPACT_MAX_TOKENS_PER_FILE, ge=0)
@@ -81,7 +84,12 @@ def post_compact_file_attachments(records: Sequence[Record], config: FullCompact
     return out
 
 
-def summarizer_for(name: str) -> Any:
+def summarizer_for(config: FullCompactConfig) -> Any:
+    """The configured summariser; the online one is created (and asks for a key) only when chosen."""
+    if config.summarizer == "anthropic":
+        from ..online import OnlineSummarizer
+
+        return OnlineSummarizer(config.summarizer_model)
     from ..summarize.offline import OfflineSummarizer
 
     return OfflineSummarizer()
@@ -94,7 +102,7 @@ def full_compaction(
     from ..summarize.prompt import compact_user_summary_message
 
     records = list(view.records)
-    raw_summary = summarizer_for(config.summarizer).summarize(records)
+    raw_summary = summarizer_for(config).summarize(records)
     text = compact_user_summary_message(raw_summary, config.suppress_follow_up_questions)
     boundary = compact_boundary(trigger, view.tokens, records[-1] if records else None)
     summary = summary_message(text, boundary)

@@ -21,7 +21,7 @@ without tool calls. When the auto-compact threshold is crossed:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -46,7 +46,10 @@ class SMCompactConfig(StrategyConfig):
     minimum_message_tokens_to_init: int = Field(10_000, ge=0)
     minimum_tokens_between_update: int = Field(5_000, ge=0)
     tool_calls_between_updates: int = Field(3, ge=0)
-    extractor: str = "offline"
+    extractor: Literal["offline", "anthropic"] = Field(
+        "offline", description="offline: deterministic; anthropic: Claude with Claude Code's update rules"
+    )
+    extractor_model: str = "claude-sonnet-4-6"
     thinking_aware: bool = Field(
         False, description="also move the cut so the kept tool loop opens with thinking (our extension)"
     )
@@ -64,6 +67,7 @@ class SMState:
     """Per-session module state (docs §1.2): trigger bookkeeping and the current memory."""
 
     trigger: Any
+    extractor: Any = None
     memory: Any = None
     extractions: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -83,17 +87,24 @@ def new_sm_state(config: SMCompactConfig) -> SMState:
         minimum_tokens_between_update=config.minimum_tokens_between_update,
         tool_calls_between_updates=config.tool_calls_between_updates,
     )
-    return SMState(trigger=ExtractionTrigger(trigger_config))
+    if config.extractor == "anthropic":
+        from ..online import OnlineMemoryExtractor
+
+        extractor: Any = OnlineMemoryExtractor(config.extractor_model)
+    else:
+        from ..memory.extractor import OfflineMemoryExtractor
+
+        extractor = OfflineMemoryExtractor()
+    return SMState(trigger=ExtractionTrigger(trigger_config), extractor=extractor)
 
 
 def observe_sm(view: ContextView, state: SMState) -> None:
     """The post-sampling hook: maybe extract memory from the context as it is now."""
-    extractor, _, _ = _memory_api()
     records = list(view.records)
     if not records or view.is_subagent:
         return  # the hook runs only for the main REPL thread (docs §1.3)
     if state.trigger.observe(records, tokens=view.tokens).extracted:
-        state.memory = extractor.OfflineMemoryExtractor().extract(records, state.memory)
+        state.memory = state.extractor.extract(records, state.memory)
         state.extractions += 1
         state.history.append({"step": view.step, "memory": state.memory})
 

@@ -111,6 +111,8 @@ def estimator_names() -> list[str]:
 @cache
 def get_estimator(name: str) -> Estimator:
     """The per-record estimator called ``name`` (one shared instance per name)."""
+    if name.startswith("anthropic:") and name not in _FACTORIES:
+        import workbench.online  # noqa: F401  (registers anthropic:count_tokens; needs a key only when used)
     try:
         factory = _FACTORIES[name]
     except KeyError:
