@@ -1,0 +1,103 @@
+"""``workbench sweep`` and ``workbench demo``: registered on the main app by `register` (no import cycle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["register"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _fail(message: str, code: int) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def sweep(
+    spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML, see experiments/).")],
+    executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).")] = None,
+    store: Annotated[Path | None, typer.Option(help="Result store folder (default results/<spec name>/store).")] = None,
+    report: Annotated[Path | None, typer.Option(help="Also write plots + summary.md/html into this folder.")] = None,
+    papermill: Annotated[Path | None, typer.Option(
+        "--papermill", help="Run each (strategy, config) as an executed notebook into this folder.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Run an experiment sweep: compute the missing cells of SPEC into an append-only parquet store."""
+    from .experiments import SpecError, load_spec, plan_sweep, run_sweep
+    from .experiments.executors import executor_kind
+
+    try:
+        executor_kind(executor)
+        resolved = load_spec(spec)
+    except (SpecError, ValueError) as exc:
+        _fail(str(exc), 2)
+    store = store or Path("results") / resolved.name / "store"
+    data: dict[str, Any]
+    if papermill is not None:
+        from .experiments.papermill_runner import run_papermill
+
+        out = run_papermill(spec, papermill, store=store, workers=workers or 1, progress=not as_json)
+        from .experiments.store import ResultStore
+
+        data = {"cells_total": out["cells"], "cells_computed": None, "cells_cached": None, "store": str(store),
+                "papermill": out, "stored_cells": len(ResultStore(store).done_ids())}
+        human = f"{out['groups']} notebooks in {papermill}; aggregated table {out['aggregated']}"
+    else:
+        plan = plan_sweep(resolved)
+        result = run_sweep(resolved, store=store, executor=executor, workers=workers, batch_size=batch_size,
+                           progress=not as_json, plan=plan)
+        data = result.as_dict()
+        human = (f"{result.cells_total} cells ({result.cells_computed} computed, {result.cells_cached} cached) "
+                 f"over {result.sessions} sessions in {result.elapsed_s:.2f} s -> {result.store}")
+        if report is not None:
+            from .experiments.report import write_report
+
+            data["report"] = str(write_report(result, plan, report))
+            human += f"\nreport: {data['report']}/summary.md"
+    typer.echo(json.dumps(data, indent=2, default=str) if as_json else human)
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Report folder.")] = Path("results/demo"),
+    executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
+    workers: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """The demo: sweep experiments/smoke.yaml over the embedded synthetic corpus and write a report."""
+    from .experiments import load_spec, plan_sweep, run_sweep
+    from .experiments.report import write_report
+
+    spec_path = REPO / "experiments" / "smoke.yaml"
+    if not spec_path.is_file():  # installed without the repository: generate the corpus and a spec
+        from .synthetic import write_corpus
+
+        write_corpus(out / "data")
+        spec_path = out / "smoke.yaml"
+        spec_path.write_text("name: smoke\ncorpus: [data]\nstrategies:\n  - {name: none}\n  - {name: full-compact}\n"
+                             "  - name: sm-compact\n    grid: {min_tokens: [5000, 10000], max_tokens: [20000, 40000]}\n",
+                             encoding="utf-8")
+    resolved = load_spec(spec_path)
+    plan = plan_sweep(resolved)
+    result = run_sweep(resolved, store=out / "store", executor=executor, workers=workers, progress=not as_json,
+                       plan=plan)
+    folder = write_report(result, plan, out)
+    data = {**result.as_dict(), "report": str(folder.resolve())}
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(f"{result.cells_total} cells ({result.cells_computed} computed) in {result.elapsed_s:.1f} s")
+        typer.echo(f"report: {folder.resolve()}")
+        typer.echo(f"summary: {(folder / 'summary.md').resolve()}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` and ``demo`` to the ``workbench`` app."""
+    app.command("sweep")(sweep)
+    app.command("demo")(demo)

@@ -1,0 +1,92 @@
+"""Frames derived from a sweep's store records: one row per cell, and one per (strategy, config).
+
+The store keeps raw replay rows; these views apply the metric families (`workbench.metrics`) once per
+sweep over all cells together, so a cell's result never depends on which metrics were asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from .spec import METRIC_FAMILIES
+from .store import ResultStore
+
+__all__ = ["cell_table", "config_table", "flatten_config", "sweep_frames"]
+
+
+def sweep_frames(store: ResultStore, cell_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(cells, steps, events)`` of the given cells (default: the whole store)."""
+    cells = store.cells(cell_ids)
+    return cells, store.steps(cells), store.events(cells)
+
+
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config to dotted keys (``trigger.pct_of_window``)."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten_config(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def cell_table(
+    cells: pd.DataFrame,
+    steps: pd.DataFrame,
+    events: pd.DataFrame,
+    sessions: Iterable[Any] | Mapping[str, Any] | None = None,
+    metrics: Sequence[str] = METRIC_FAMILIES,
+) -> pd.DataFrame:
+    """One row per cell: the cell's summary columns plus the requested metric families."""
+    from ..metrics import KEYS, cost_sessions, fidelity, fidelity_sessions, load_pricing, validity_sessions
+    from ..metrics._common import session_map
+
+    table = cells.copy()
+    if table.empty:
+        return table
+    by_id = session_map(sessions)
+    no_events = events if len(events) else None
+    if "validity" in metrics and len(steps):
+        valid = validity_sessions(steps, no_events)
+        keep = [c for c in ("violation_rate", "compaction_violation_rate", "adjusted_compactions", "fallback_reasons",
+                            "repaired_steps") if c in valid.columns]
+        table = table.merge(valid[[*KEYS, *keep]], on=KEYS, how="left")
+    if "cost" in metrics and len(steps):
+        money = cost_sessions(steps, no_events, by_id or None, pricing=load_pricing())
+        keep = [c for c in ("cost_usd", "cost_per_1k_steps", "summarizer_cost_usd") if c in money.columns]
+        table = table.merge(money[[*KEYS, *keep]], on=KEYS, how="left")
+    if "fidelity" in metrics and by_id and len(steps):
+        per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
+        fid = fidelity_sessions(per_event, steps)
+        keep = [c for c in ("needed_facts", "needed_facts_kept", "dropped_facts", "dropped_facts_kept", "needed_recall",
+                            "dropped_recall") if c in fid.columns]
+        table = table.merge(fid[[*KEYS, *keep]], on=KEYS, how="left")
+    return table
+
+
+def config_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Pooled per (strategy, config_hash), with the resolved config flattened into columns."""
+    if cells.empty:
+        return cells
+    sums = {c: "sum" for c in ("steps", "compactions", "input_tokens", "input_tokens_without", "tokens_saved",
+                               "violating_steps", "violations", "compaction_violations", "repairs", "fallbacks",
+                               "cost_usd", "summarizer_cost_usd", "needed_facts", "needed_facts_kept",
+                               "dropped_facts", "dropped_facts_kept") if c in cells.columns}
+    grouped = cells.groupby(["strategy", "config_hash"], sort=True)
+    out = grouped.agg({**sums, "peak_context_tokens": "max", "session_id": "nunique", "config_json": "first"})
+    out = out.rename(columns={"session_id": "sessions"}).reset_index()
+    out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)
+    out["violation_rate"] = out["violating_steps"] / out["steps"].where(out["steps"] > 0)
+    out["compaction_violation_rate"] = out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)
+    if "needed_facts" in out.columns:
+        out["needed_recall"] = (out["needed_facts_kept"] / out["needed_facts"].where(out["needed_facts"] > 0)).fillna(1.0)
+        out["dropped_recall"] = (out["dropped_facts_kept"] / out["dropped_facts"].where(out["dropped_facts"] > 0)).fillna(1.0)
+    params = pd.DataFrame([flatten_config(json.loads(text)) for text in out["config_json"]], index=out.index)
+    params.columns = [f"cfg.{c}" for c in params.columns]
+    return pd.concat([out, params], axis=1)

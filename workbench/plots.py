@@ -1,0 +1,152 @@
+"""Plots over sweep and replay frames (matplotlib, Agg backend). Each function returns a `Figure`.
+
+Thin views: they draw columns the metric and sweep tables already hold and compute nothing but
+layout (the Pareto front is a sort and a running maximum).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front", "violation_rates"]
+
+
+def _label(frame: pd.DataFrame) -> pd.Series:
+    return frame["strategy"].astype(str) + (":" + frame["config_hash"].astype(str).str[:6] if "config_hash" in frame else "")
+
+
+def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "needed_recall") -> Figure:
+    """Savings vs needed recall, one colour per strategy; the line is each strategy's Pareto front
+    (configs no other config of the strategy beats on both axes)."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
+    for strategy, group in data.groupby("strategy", sort=True):
+        ax.scatter(group[x], group[y], label=str(strategy), alpha=0.7)
+        ordered = group.sort_values([x, y], ascending=[False, False])
+        front, best = [], -np.inf
+        for _, row in ordered.iterrows():
+            if row[y] > best:
+                front.append((row[x], row[y]))
+                best = row[y]
+        if len(front) > 1:
+            xs, ys = zip(*sorted(front), strict=True)
+            ax.plot(xs, ys, linewidth=1)
+    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
+    ax.set_ylabel("needed-fact recall" if y == "needed_recall" else y)
+    ax.set_title("Savings vs fidelity (Pareto front per strategy)")
+    if len(data):
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def violation_rates(rules: pd.DataFrame, steps_per_strategy: pd.Series | None = None) -> Figure:
+    """Violation rate by strategy and rule: ``rules`` has ``strategy``, ``rule``, ``count`` (e.g.
+    `workbench.metrics.validity_rules`, step scope); rates divide by ``steps_per_strategy``."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    if rules.empty:
+        ax.text(0.5, 0.5, "no violations", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title("API-invariant violations by strategy and rule")
+        return fig
+    table = rules.groupby(["strategy", "rule"])["count"].sum().unstack(fill_value=0)
+    if steps_per_strategy is not None:
+        table = table.div(steps_per_strategy.reindex(table.index).replace(0, np.nan), axis=0).fillna(0)
+    table.plot.bar(stacked=True, ax=ax)
+    ax.set_ylabel("violations per step" if steps_per_strategy is not None else "violations")
+    ax.set_title("API-invariant violations by strategy and rule")
+    fig.tight_layout()
+    return fig
+
+
+def context_timeline(
+    steps: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    *,
+    window: int = 200_000,
+    threshold: int | None = 167_000,
+    title: str | None = None,
+) -> Figure:
+    """Context size per step of one session (one line per strategy/config, plus the uncompacted size),
+    compaction markers, and the window / auto-compact threshold lines."""
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    if steps.empty:
+        ax.text(0.5, 0.5, "no steps", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    first = steps.sort_values("step")
+    baseline = first.drop_duplicates("step")
+    ax.plot(baseline["step"], baseline["tokens_without_compaction"], color="grey", linestyle=":", label="no compaction")
+    keys = ["strategy", "config_hash"] if "config_hash" in steps.columns else ["strategy"]
+    for key, group in first.groupby(keys, sort=True):
+        name = ":".join(str(k)[:10] for k in (key if isinstance(key, tuple) else (key,)))
+        line = ax.plot(group["step"], group["context_tokens"], label=name)[0]
+        if events is not None and len(events):
+            mask = np.ones(len(events), dtype=bool)
+            for column, value in zip(keys, key if isinstance(key, tuple) else (key,), strict=True):
+                mask &= (events[column] == value).to_numpy()
+            mine = events[mask]
+            ax.scatter(mine["step"], mine["tokens_after"].astype(float), marker="v", color=line.get_color(), zorder=3)
+    ax.axhline(window, color="black", linewidth=0.8, label=f"window {window:,}")
+    if threshold:
+        ax.axhline(threshold, color="red", linewidth=0.8, linestyle="--", label=f"auto-compact {threshold:,}")
+    ax.set_xlabel("API call (step)")
+    ax.set_ylabel("context tokens")
+    ax.set_title(title or f"Context size over session {str(steps['session_id'].iloc[0])[:36]}")
+    ax.legend(fontsize="x-small", loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def cost_vs_savings(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "cost_usd") -> Figure:
+    """Simulated cost against the share of input tokens saved, one point per (strategy, config)."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
+    for strategy, group in data.groupby("strategy", sort=True):
+        ax.scatter(group[x], group[y], label=str(strategy), alpha=0.7)
+    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
+    ax.set_ylabel("simulated cost (USD)" if y == "cost_usd" else y)
+    ax.set_title("Cost vs savings")
+    if len(data):
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def grid_heatmap(configs: pd.DataFrame, x: str, y: str, value: str = "saved_share", *, title: str | None = None,
+                 fmt: str = ".3f") -> Figure:
+    """A metric over a 2-D parameter grid (columns ``x``, ``y``; other parameters averaged)."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    table = configs.pivot_table(index=y, columns=x, values=value, aggfunc="mean").sort_index().sort_index(axis=1)
+    if table.empty:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    image = ax.imshow(table.to_numpy(dtype=float), origin="lower", aspect="auto", cmap="viridis")
+    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [str(i) for i in table.index])
+    for (i, j), v in np.ndenumerate(table.to_numpy(dtype=float)):
+        if not np.isnan(v):
+            ax.text(j, i, format(v, fmt), ha="center", va="center", color="white", fontsize="small")
+    ax.set_xlabel(x.removeprefix("cfg."))
+    ax.set_ylabel(y.removeprefix("cfg."))
+    ax.set_title(title or f"{value} over {x.removeprefix('cfg.')} × {y.removeprefix('cfg.')}")
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, path: str, *, dpi: int = 110) -> str:
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
