@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export WORKBENCH_CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: setup test check bench clean
+.PHONY: setup test check bench clean demo
 
 setup: $(BIN)/workbench
 
@@ -24,6 +24,9 @@ check: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_tokens.py
 	$(BIN)/python benchmarks/bench_replay.py
+
+demo: setup
+	$(BIN)/python -m workbench.cli_sweep demo --out results/demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

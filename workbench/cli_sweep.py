@@ -98,6 +98,19 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``sweep`` and ``demo`` to the ``workbench`` app."""
-    app.command("sweep")(sweep)
-    app.command("demo")(demo)
+    """Add ``sweep`` and ``demo`` to the ``workbench`` app (once: calling it again changes nothing)."""
+    present = {c.name for c in app.registered_commands}
+    if "sweep" not in present:
+        app.command("sweep")(sweep)
+    if "demo" not in present:
+        app.command("demo")(demo)
+
+
+if __name__ == "__main__":  # ``python -m workbench.cli_sweep demo`` (the Makefile's demo target)
+    import sys
+
+    from .cli import app as _app
+
+    register(_app)
+    sys.argv[0] = "workbench"
+    _app()

@@ -6,16 +6,14 @@ layout (the Pareto front is a sort and a running maximum).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
 __all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front", "violation_rates"]
 
@@ -122,6 +120,10 @@ def cost_vs_savings(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "
     return fig
 
 
+def _tick(value: object) -> str:
+    return f"{value:g}" if isinstance(value, (int, float, np.number)) else str(value)
+
+
 def grid_heatmap(configs: pd.DataFrame, x: str, y: str, value: str = "saved_share", *, title: str | None = None,
                  fmt: str = ".3f") -> Figure:
     """A metric over a 2-D parameter grid (columns ``x``, ``y``; other parameters averaged)."""
@@ -131,8 +133,8 @@ def grid_heatmap(configs: pd.DataFrame, x: str, y: str, value: str = "saved_shar
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         return fig
     image = ax.imshow(table.to_numpy(dtype=float), origin="lower", aspect="auto", cmap="viridis")
-    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
-    ax.set_yticks(range(len(table.index)), [str(i) for i in table.index])
+    ax.set_xticks(range(len(table.columns)), [_tick(c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [_tick(i) for i in table.index])
     for (i, j), v in np.ndenumerate(table.to_numpy(dtype=float)):
         if not np.isnan(v):
             ax.text(j, i, format(v, fmt), ha="center", va="center", color="white", fontsize="small")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import statistics
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence

@@ -33,7 +33,7 @@ class InlineExecutor(Executor):
         future: Future[Any] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+        except BaseException as exc:
             future.set_exception(exc)
         return future
 

@@ -137,7 +137,7 @@ def run_sweep(
                 task = futures[future]
                 try:
                     out = future.result()
-                except Exception as exc:  # noqa: BLE001 - reported after the finished batches are stored
+                except Exception as exc:
                     errors.append(f"{task.source} ({task.session_id}): {type(exc).__name__}: {exc}")
                     continue
                 finished = time.time()

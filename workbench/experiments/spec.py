@@ -10,6 +10,7 @@ A spec (``experiments/*.yaml``)::
     seed: 0
     max_sessions: null                             # keep the first N sessions (seeded shuffle when seed is set)
     strategies:
+      - name: "*"                                   # every registered strategy at its defaults
       - name: sm-compact
         config: {thinking_aware: false}            # base config (dotted keys nest)
         grid:                                      # cartesian product, merged over the base config
@@ -195,7 +196,7 @@ def _corpus(spec: ExperimentSpec, path: Path) -> tuple[tuple[Path, ...], bool]:
 
 
 def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dict[str, Any]]]:
-    from ..strategies import get_strategy
+    from ..strategies import get_strategy, strategies
 
     points: list[GridPoint] = []
     skipped: list[dict[str, Any]] = []
@@ -203,9 +204,20 @@ def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dic
     for index, item in enumerate(spec.strategies):
         where = f"strategies[{index}]"
         try:
-            cls = get_strategy(item.name)
+            cls = get_strategy(item.name) if item.name != "*" else None
         except ValueError as exc:
             raise SpecError(f"{path}: {where}.name: {exc}") from None
+        if item.name == "*":
+            if item.config or item.grid:
+                raise SpecError(f"{path}: {where}.name: '*' (every registered strategy) takes no config or grid")
+            for name in sorted(strategies()):
+                resolved = get_strategy(name).Config().model_dump(mode="json")
+                from ..transcript.model import canonical_json
+
+                if (name, canonical_json(resolved)) not in seen:
+                    seen.add((name, canonical_json(resolved)))
+                    points.append(GridPoint(name, {}, resolved))
+            continue
         base = nest(item.config)
         keys = list(item.grid)
         for key in keys:
