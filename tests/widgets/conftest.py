@@ -1,0 +1,79 @@
+"""Notebook execution shared by the notebook, export and browser tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+NAMES = (
+    "01_quickstart",
+    "02_tune_keep_window",
+    "03_compare_strategies",
+    "04_api_invariants",
+    "05_session_memory",
+)
+
+
+def ensure_kernel() -> str:
+    """The ``python3`` kernelspec of this interpreter (installed into ``sys.prefix`` when missing)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec("python3")
+        argv0 = spec.argv[0]
+        if argv0 in ("python", "python3", sys.executable) or Path(argv0).resolve() == Path(sys.executable).resolve():
+            return "python3"
+    except NoSuchKernel:
+        pass
+    subprocess.run(
+        [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"],
+        check=True,
+        capture_output=True,
+    )
+    return "python3"
+
+
+def inject_parameters(nb, values: dict) -> None:
+    """Papermill's convention: a cell tagged ``injected-parameters`` right after the ``parameters`` cell."""
+    from nbformat.v4 import new_code_cell
+
+    if not values:
+        return
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", []))
+    cell = new_code_cell("\n".join(f"{k} = {v!r}" for k, v in values.items()))
+    cell.metadata["tags"] = ["injected-parameters"]
+    nb.cells.insert(at + 1, cell)
+
+
+def execute_notebook(name: str, out_dir: Path, parameters: dict | None = None, timeout: int = 300):
+    """Execute ``notebooks/<name>.ipynb`` headlessly (cwd ``notebooks/``) and write it to ``out_dir``."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    inject_parameters(nb, parameters or {})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=ensure_kernel(),
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+        store_widget_state=True,
+    )
+    started = time.perf_counter()
+    client.execute()
+    out = out_dir / f"{name}.ipynb"
+    nbformat.write(nb, out)
+    return nb, out, time.perf_counter() - started
+
+
+@pytest.fixture(scope="session")
+def executed_notebooks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    """All five notebooks executed once: ``{name: (notebook, path, seconds)}``."""
+    out_dir = tmp_path_factory.mktemp("executed")
+    return {name: execute_notebook(name, out_dir) for name in NAMES}

@@ -1,0 +1,58 @@
+"""The five notebooks execute headlessly and offline (nbclient, this venv's python3 kernel)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import NAMES, NOTEBOOKS
+
+pytestmark = pytest.mark.slow
+
+
+def _text(nb) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o["text"])
+            elif "data" in o:
+                out.append(str(o["data"].get("text/plain", "")))
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parameters_cell(name: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1 and "CORPUS = None" in tagged[0].source
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_executes(name: str, executed_notebooks) -> None:
+    nb, _, seconds = executed_notebooks[name]
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, errors
+    assert seconds < 60
+    text = _text(nb)
+    assert re.search(r"\d+ sessions \(\d+ main\) from ", text)
+
+
+def test_notebook_contents(executed_notebooks) -> None:
+    widgets = {n: executed_notebooks[n][0].metadata.get("widgets", {}) for n in NAMES}
+    for name in ("02_tune_keep_window", "03_compare_strategies", "05_session_memory"):
+        assert "application/vnd.jupyter.widget-state+json" in widgets[name], name
+    assert "naive start #" in _text(executed_notebooks["02_tune_keep_window"][0])
+    four = _text(executed_notebooks["04_api_invariants"][0])
+    assert "repaired (what production would send)" in four and "2.79%" in four
+
+
+def test_parameters_are_injected(tmp_path, corpus) -> None:
+    from .conftest import execute_notebook
+
+    nb, _, _ = execute_notebook("01_quickstart", tmp_path, {"CORPUS": str(corpus / "claude-code"), "MAX_SESSIONS": 3})
+    assert "3 sessions" in _text(nb)

@@ -1,0 +1,227 @@
+"""Strategies side by side: context-size timelines and the savings/validity table per strategy.
+
+Results are labelled runs: ``{label: [ReplayResult, …]}`` (a label is a strategy with one config, e.g.
+``"sm-compact"`` or ``"sm-compact min_tokens=20k"``). `comparison_frames` turns them into the tidy
+``steps``/``events`` frames of `workbench.metrics` (the label is the ``config_hash`` column, so two
+configs of one strategy stay apart); `comparison_table` pools `savings_sessions` and `validity_sessions`
+per label; `plot_timelines` draws one session. `StrategyComparison` only wires them to widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+import pandas as pd
+
+from ..metrics import savings_sessions, validity_sessions
+from ..replay import ReplayResult, replay_session
+from ..strategies import create
+from ..transcript.model import Session
+
+__all__ = ["StrategyComparison", "comparison_frames", "comparison_table", "plot_timelines", "run_comparison"]
+
+Results = Mapping[str, Sequence[ReplayResult] | ReplayResult] | Sequence[ReplayResult]
+
+
+def run_comparison(
+    sessions: Iterable[Session], specs: Mapping[str, tuple[str, Mapping[str, Any] | None] | str]
+) -> dict[str, list[ReplayResult]]:
+    """Replay every session through every ``label → (strategy, config)`` (or ``label → strategy``)."""
+    sessions = list(sessions)
+    out: dict[str, list[ReplayResult]] = {}
+    for label, spec in specs.items():
+        name, config = (spec, None) if isinstance(spec, str) else spec
+        strategy = create(name, dict(config or {}))
+        out[label] = [replay_session(s, strategy) for s in sessions]
+    return out
+
+
+def _labelled(results: Results) -> dict[str, list[ReplayResult]]:
+    if isinstance(results, Mapping):
+        return {k: [v] if isinstance(v, ReplayResult) else list(v) for k, v in results.items()}
+    out: dict[str, list[ReplayResult]] = {}
+    for r in results:
+        out.setdefault(r.strategy, []).append(r)
+    return out
+
+
+def comparison_frames(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(steps, events)`` with a ``label`` column, also used as ``config_hash``."""
+    steps, events = [], []
+    for label, runs in _labelled(results).items():
+        for r in runs:
+            steps.extend({**row, "label": label, "config_hash": label} for row in r.steps)
+            events.extend({**row, "label": label, "config_hash": label} for row in r.events)
+    step_frame = pd.DataFrame(steps)
+    event_frame = pd.DataFrame(events)
+    return step_frame, event_frame
+
+
+_TABLE_COLUMNS = [
+    "label",
+    "strategy",
+    "sessions",
+    "steps",
+    "compactions",
+    "tokens_saved",
+    "saved_share",
+    "peak_context_tokens",
+    "steps_blocked",
+    "violating_steps",
+    "violation_rate",
+    "compaction_violations",
+    "fallbacks",
+]
+
+
+def comparison_table(
+    steps: pd.DataFrame, events: pd.DataFrame | None = None, *, session_id: str | None = None
+) -> pd.DataFrame:
+    """One row per label: savings and validity pooled over sessions (or of one session)."""
+    if session_id is not None:
+        steps = steps[steps["session_id"] == session_id]
+        if events is not None and len(events):
+            events = events[events["session_id"] == session_id]
+    if steps.empty:
+        return pd.DataFrame(columns=_TABLE_COLUMNS)
+    ev = events if events is not None and len(events) else None
+    saving = savings_sessions(steps, ev)
+    valid = validity_sessions(steps, ev)
+    table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=["session_id", "strategy", "config_hash"])
+    pooled = (
+        table.groupby("config_hash", sort=False)
+        .agg(
+            strategy=("strategy", "first"),
+            sessions=("session_id", "nunique"),
+            steps=("steps", "sum"),
+            compactions=("compactions", "sum"),
+            tokens_saved=("tokens_saved", "sum"),
+            input_tokens_without=("input_tokens_without", "sum"),
+            peak_context_tokens=("peak_context_tokens", "max"),
+            steps_blocked=("steps_blocked", "sum"),
+            violating_steps=("violating_steps", "sum"),
+            compaction_violations=("compaction_violations", "sum"),
+            fallbacks=("fallbacks", "sum"),
+        )
+        .reset_index()
+        .rename(columns={"config_hash": "label"})
+    )
+    pooled["saved_share"] = pooled["tokens_saved"] / pooled["input_tokens_without"].where(
+        pooled["input_tokens_without"] > 0
+    )
+    pooled["violation_rate"] = pooled["violating_steps"] / pooled["steps"].where(pooled["steps"] > 0)
+    order = list(dict.fromkeys(steps["config_hash"]))
+    pooled["_order"] = pooled["label"].map({k: i for i, k in enumerate(order)})
+    return pooled.sort_values("_order")[_TABLE_COLUMNS].reset_index(drop=True)
+
+
+def plot_timelines(steps: pd.DataFrame, session_id: str, labels: Sequence[str] | None = None, *, ax: Any = None) -> Any:
+    """Context tokens per step of ``session_id`` for each label, the uncompacted size dashed; the Figure."""
+    import matplotlib.pyplot as plt
+
+    frame = steps[steps["session_id"] == session_id]
+    labels = list(labels) if labels is not None else list(dict.fromkeys(frame["label"]))
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+    else:
+        fig = ax.figure
+    baseline = None
+    for label in labels:
+        rows = frame[frame["label"] == label].sort_values("step")
+        if rows.empty:
+            continue
+        if baseline is None:
+            baseline = rows
+        ax.plot(rows["step"], rows["context_tokens"], label=label, linewidth=1.4)
+        compacted = rows[rows["compacted"]] if "compacted" in rows else rows.iloc[:0]
+        if len(compacted):
+            ax.scatter(compacted["step"], compacted["context_tokens"], s=14, marker="v")
+    if baseline is not None:
+        ax.plot(baseline["step"], baseline["tokens_without_compaction"], "k--", linewidth=1, label="without compaction")
+    ax.set_xlabel("step (API call)")
+    ax.set_ylabel("context tokens")
+    ax.set_title(f"session {session_id[:40]}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def _fmt(value: Any, column: str) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if column in ("saved_share", "violation_rate"):
+        return f"{value:.1%}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:,.0f}"
+    return escape(str(value))
+
+
+def render_table(table: pd.DataFrame) -> str:
+    """The comparison table as HTML (class ``wb-compare-table``)."""
+    head = "".join(f"<th style='padding:2px 6px'>{escape(c)}</th>" for c in table.columns)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td style='padding:2px 6px;text-align:right'>{_fmt(row[c], c)}</td>" for c in table.columns)
+        + "</tr>"
+        for _, row in table.iterrows()
+    )
+    return (
+        f'<table class="wb-compare-table" style="font-size:12px;border-collapse:collapse"><tr>{head}</tr>{body}</table>'
+    )
+
+
+class StrategyComparison:
+    """Pick strategies/configs and a session; see the timelines and the metric table side by side.
+
+    Args:
+        results: ``{label: [ReplayResult, …]}`` (see `run_comparison`) or a flat list of results (labelled
+            by strategy name).
+    """
+
+    def __init__(self, results: Results) -> None:
+        import ipywidgets as w
+
+        self.steps, self.events = comparison_frames(results)
+        if self.steps.empty:
+            raise ValueError("no replay steps to compare")
+        labels = list(dict.fromkeys(self.steps["label"]))
+        sizes = self.steps.groupby("session_id")["step"].max().sort_values(ascending=False)
+        self.pick = w.SelectMultiple(
+            options=labels, value=tuple(labels), description="strategies", rows=min(8, len(labels))
+        )
+        self.session = w.Dropdown(
+            options=list(sizes.index), value=sizes.index[0], description="session", layout=w.Layout(width="520px")
+        )
+        self.scope = w.ToggleButtons(
+            options=["this session", "all sessions"], value="all sessions", description="table"
+        )
+        self.output = w.Output()
+        self.table = w.HTML()
+        self.widget = w.VBox([w.HBox([self.pick, w.VBox([self.session, self.scope])]), self.output, self.table])
+        self.widget.add_class("wb-strategy-comparison")
+        self.update()
+        for control in (self.pick, self.session, self.scope):
+            control.observe(lambda _c: self.update(), names="value")
+
+    def current_table(self) -> pd.DataFrame:
+        labels = list(self.pick.value)
+        session = self.session.value if self.scope.value == "this session" else None
+        table = comparison_table(self.steps, self.events, session_id=session)
+        return table[table["label"].isin(labels)].reset_index(drop=True)
+
+    def update(self) -> None:
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        self.table.value = render_table(self.current_table())
+        with self.output:
+            self.output.clear_output(wait=True)
+            fig = plot_timelines(self.steps, self.session.value, list(self.pick.value))
+            display(fig)
+            plt.close(fig)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
