@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from .spec import GridPoint, load_spec
-from .tables import cell_table, config_table, sweep_frames
+from .tables import cell_table, config_table, sweep_frames, write_parquet
 
 __all__ = ["KERNEL_NAME", "TEMPLATE", "ensure_kernel", "run_group", "run_papermill"]
 
@@ -126,7 +126,7 @@ def run_papermill(
     frames = [pd.read_parquet(folder / "cells.parquet") for _, folder, _ in jobs if (folder / "cells.parquet").is_file()]
     cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     aggregated = config_table(cells)
-    aggregated.to_parquet(out / "aggregated.parquet", index=False)
+    write_parquet(aggregated, out / "aggregated.parquet")
     aggregated.to_csv(out / "aggregated.csv", index=False)
     return {"notebooks": notebooks, "aggregated": str(out / "aggregated.parquet"), "groups": len(jobs),
             "cells": len(cells)}

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .run import SweepPlan, SweepResult
 from .store import ResultStore
-from .tables import cell_table, config_table, sweep_frames
+from .tables import cell_table, config_table, sweep_frames, write_parquet
 
 __all__ = ["write_report"]
 
@@ -48,7 +48,7 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
     configs = config_table(table)
     table.to_csv(out / "cells.csv", index=False)
     configs.to_csv(out / "configs.csv", index=False)
-    configs.to_parquet(out / "configs.parquet", index=False)
+    write_parquet(configs, out / "configs.parquet")
     figures: list[tuple[str, str]] = []
 
     def keep(name: str, fig: Any, caption: str) -> None:

@@ -15,7 +15,19 @@ import pandas as pd
 from .spec import METRIC_FAMILIES
 from .store import ResultStore
 
-__all__ = ["cell_table", "config_table", "flatten_config", "sweep_frames"]
+__all__ = ["cell_table", "config_table", "flatten_config", "sweep_frames", "write_parquet"]
+
+
+def write_parquet(frame: pd.DataFrame, path: Any) -> None:
+    """Parquet of a table whose ``cfg.*`` columns may mix types across strategies (stored as JSON text then)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and pd.isna(v))}
+            if len(kinds) > 1 or kinds & {list, dict}:
+                out[column] = [None if v is None or (isinstance(v, float) and pd.isna(v)) else json.dumps(v)
+                               for v in out[column]]
+    out.to_parquet(path, index=False)
 
 
 def sweep_frames(store: ResultStore, cell_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
