@@ -26,7 +26,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_replay.py
 
 demo: setup
-	$(BIN)/python -m workbench.cli_sweep demo --out results/demo
+	$(BIN)/workbench demo --out results/demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -323,6 +323,11 @@ def report_command(
     _emit(data, as_json, render_report(data))
 
 
+from .cli_sweep import register as register_sweep  # noqa: E402  (sweep/demo commands live beside)
+
+register_sweep(app)
+
+
 def main() -> None:
     try:
         app()
