@@ -56,3 +56,15 @@ def test_parameters_are_injected(tmp_path, corpus) -> None:
 
     nb, _, _ = execute_notebook("01_quickstart", tmp_path, {"CORPUS": str(corpus / "claude-code"), "MAX_SESSIONS": 3})
     assert "3 sessions" in _text(nb)
+
+
+def test_falls_back_to_the_embedded_corpus(tmp_path, monkeypatch) -> None:
+    """Without the real corpus the notebooks read the synthetic default corpus in data/."""
+    from .conftest import ROOT, execute_notebook
+
+    if not any((ROOT / "data").glob("*.jsonl")):
+        pytest.skip("data/ has no embedded corpus")
+    monkeypatch.setenv("WORKBENCH_CORPUS", str(tmp_path / "missing"))
+    nb, _, _ = execute_notebook("02_tune_keep_window", tmp_path)
+    assert f"from {ROOT / 'data'}" in _text(nb)
+    assert "naive start #" in _text(nb)

@@ -133,7 +133,7 @@ class KeepWindowView:
             style=style,
         )
         self.summarized = w.Dropdown(
-            options=[("lastSummarizedMessageId from the trigger", "trigger"), ("unset (from the end)", "unset")],
+            options=[("from the extraction trigger", "trigger"), ("unset (window from the end)", "unset")],
             value=summarized,
             description="summarized",
             layout=layout,
