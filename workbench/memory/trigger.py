@@ -69,7 +69,7 @@ def _last_assistant_has_tool_use(messages: Sequence[Record]) -> bool:
 def _tool_calls_since(messages: Sequence[Record], uuid: str | None) -> int:
     start = 0
     if uuid is not None:
-        index = next((i for i, r in enumerate(messages) if r.uuid == uuid), None)
+        index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].uuid == uuid), None)
         if index is None:
             return 0
         start = index + 1
@@ -94,8 +94,10 @@ class ExtractionTrigger:
                 return False
             self.initialized = True
         token_ok = tokens - self.tokens_at_last_extraction >= self.config.minimum_tokens_between_update
+        if not token_ok:  # the token threshold is always required (step 7); skip counting tool calls
+            return False
         tool_ok = _tool_calls_since(messages, self.last_memory_message_uuid) >= self.config.tool_calls_between_updates
-        return token_ok and (tool_ok or not _last_assistant_has_tool_use(messages))
+        return tool_ok or not _last_assistant_has_tool_use(messages)
 
     def observe(self, messages: Sequence[Record], *, tokens: int | None = None) -> TriggerResult:
         """Run the hook after a model response.

@@ -71,6 +71,8 @@ class SMState:
     memory: Any = None
     extractions: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: The last record the memory has seen; the next extraction reads only what came after it.
+    last_extracted: Record | None = None
 
 
 def _memory_api() -> Any:
@@ -104,9 +106,25 @@ def observe_sm(view: ContextView, state: SMState) -> None:
     if not records or view.is_subagent:
         return  # the hook runs only for the main REPL thread (docs §1.3)
     if state.trigger.observe(records, tokens=view.tokens).extracted:
-        state.memory = state.extractor.extract(records, state.memory)
+        state.memory = state.extractor.extract(_unseen(records, state.last_extracted), state.memory)
+        state.last_extracted = records[-1]
         state.extractions += 1
         state.history.append({"step": view.step, "memory": state.memory})
+
+
+def _unseen(records: list[Record], last: Record | None) -> list[Record]:
+    """The records after ``last`` (all of them when it is gone, e.g. compacted away).
+
+    The memory is a running note: each update merges what is new into the previous notes, as Claude
+    Code's extraction edits the existing file. Reading only the new records keeps extraction linear in
+    the session length instead of quadratic.
+    """
+    if last is None:
+        return records
+    for index in range(len(records) - 1, -1, -1):
+        if records[index] is last:
+            return records[index + 1 :]
+    return records
 
 
 def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *, adjust: bool) -> Compaction:
