@@ -11,7 +11,7 @@ setup: $(BIN)/workbench
 $(BIN)/workbench: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,browser]'
 	$(BIN)/python -c "from workbench.tokens.bpe import seed_tiktoken_cache; print('tiktoken BPE cache:', seed_tiktoken_cache())"
 	@touch $@
 
