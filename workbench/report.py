@@ -221,7 +221,7 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         compaction_violations=("compaction_violations", "sum"),
         repairs=("repairs", "sum"),
         fallbacks=("fallbacks", "sum"),
-        cost_usd=("cost_usd", "sum"),
+        cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # unpriced sessions stay NaN
         summarizer_cost_usd=("summarizer_cost_usd", "sum"),
     ).reset_index()
     out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)

@@ -43,3 +43,10 @@ def test_percent_left_rounds_like_math_round() -> None:
 def test_bad_values_raise(bad) -> None:
     with pytest.raises(ValidationError):
         AutoCompactTrigger(**bad)
+
+
+def test_a_plain_percent_trigger_works_on_small_windows() -> None:
+    trigger = AutoCompactTrigger(context_window=16_000, pct_of_window=40)
+    assert trigger.threshold == 6_400
+    with pytest.raises(ValidationError):
+        AutoCompactTrigger(context_window=16_000)  # Claude Code's rule: effective window below the buffer

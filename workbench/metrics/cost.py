@@ -70,6 +70,7 @@ __all__ = [
     "cost_sessions",
     "cost_steps",
     "load_pricing",
+    "known_price",
     "price_for",
     "session_call_info",
     "simulate_cache",
@@ -113,14 +114,30 @@ def load_pricing(path: str | None = None) -> dict[str, Price]:
 def price_for(model: str | None, pricing: Mapping[str, Price] | None = None, default: str = DEFAULT_MODEL) -> Price:
     """Exact model match, else the same family without a date suffix, else ``default``."""
     table = pricing or load_pricing()
-    if model and model in table:
-        return table[model]
-    if model:
-        stem = model.split("[")[0].rstrip("-0123456789")
-        for name, price in table.items():
-            if name.startswith(stem) or name.rstrip("-0123456789") == stem:
-                return price
-    return table[default]
+    return known_price(model, table) or table[default]
+
+
+def known_price(model: Any, pricing: Mapping[str, Price]) -> Price | None:
+    """The price of a *named* model (exact, then family without date suffix); None when the model is
+    not in the table (e.g. a GPT model in a SWE-agent trajectory) or unnamed."""
+    if not isinstance(model, str) or not model:  # formats without a model name (NaN in frames)
+        return None
+    if model in pricing:
+        return pricing[model]
+    stem = model.split("[")[0].rstrip("-0123456789")
+    for name, price in pricing.items():
+        if name.startswith(stem) or name.rstrip("-0123456789") == stem:
+            return price
+    return None
+
+
+def _price_or_none(model: Any, pricing: Mapping[str, Price], default: str) -> Price | None:
+    """No model name: the default model's price (Claude Code transcripts name theirs; an unnamed call is
+    priced like the session). A named model that is not priced: None, so the cost is "not available"
+    (NaN), never a made-up number."""
+    if not isinstance(model, str) or not model:
+        return pricing[default]
+    return known_price(model, pricing)
 
 
 @dataclass(frozen=True)
@@ -168,8 +185,11 @@ def session_call_info(session: Session, *, strip: bool = True) -> SessionCallInf
         total += count
     from ..replay.engine import session_scale
 
+    # A call without a model name is priced as the session's model; a session of another format with
+    # no model at all is "not priced" (its cost is NaN), not priced as Claude.
+    fallback = session.models[0] if session.models else (None if session.format == "claude-code" else "unpriced")
     return SessionCallInfo(
-        models=[records[c.first].model for c in calls],
+        models=[records[c.first].model or fallback for c in calls],
         times=[_seconds(records[c.first].timestamp) for c in calls],
         output=[int((u or {}).get("output_tokens") or 0) for u in usages],
         usage=usages,
@@ -242,7 +262,9 @@ def simulate_cache(
 
 def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: str) -> pd.Series:
     def dollars(row: Mapping[str, Any]) -> float:
-        price = price_for(row["model"], pricing, default)
+        price = _price_or_none(row["model"], pricing, default)
+        if price is None:
+            return float("nan")
         write = price.cache_write_1h if row["ttl"] == "1h" else price.cache_write_5m
         return (row["cache_write"] * write + row["cache_read"] * price.cache_read
                 + row["output_tokens"] * price.output) / 1e6
@@ -301,7 +323,9 @@ def _summarizer_rows(
         read = max(int(before) - (int(after) - summary_tokens), 0)
         session = sessions.get(event["session_id"])
         model = session.models[0] if session is not None and session.models else None
-        price = price_for(model, pricing, default)
+        price = _price_or_none(model, pricing, default)
+        if price is None:
+            continue
         rate = price.cache_read if summarizer_input == "cache_read" else price.input
         rows.append({**{k: event[k] for k in KEYS}, "summarizer_calls": 1, "summarizer_input_tokens": read,
                      "summarizer_output_tokens": summary_tokens,
@@ -332,7 +356,7 @@ def cost_sessions(
         cache_read=("cache_read", "sum"),
         cache_write=("cache_write", "sum"),
         output_tokens=("output_tokens", "sum"),
-        step_cost_usd=("cost_usd", "sum"),
+        step_cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # any unpriced call: NaN
     ).reset_index()
     summ = _summarizer_rows(ensure_keys(events), by_id, table, default_model, summarizer_input)
     summ = summ.groupby(KEYS).agg(summarizer_calls=("summarizer_calls", "sum"),

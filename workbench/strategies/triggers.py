@@ -57,7 +57,7 @@ class AutoCompactTrigger(StrategyConfig):
 
     @model_validator(mode="after")
     def _positive_effective(self) -> AutoCompactTrigger:
-        if self.effective_window <= self.buffer_tokens:
+        if self.pct_of_window is None and self.effective_window <= self.buffer_tokens:
             raise ValueError(f"effective window {self.effective_window} must exceed buffer_tokens {self.buffer_tokens}")
         return self
 
