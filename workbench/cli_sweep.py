@@ -24,8 +24,10 @@ def sweep(
     workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).")] = None,
     store: Annotated[Path | None, typer.Option(help="Result store folder (default results/<spec name>/store).")] = None,
     report: Annotated[Path | None, typer.Option(help="Also write plots + summary.md/html into this folder.")] = None,
-    papermill: Annotated[Path | None, typer.Option(
-        "--papermill", help="Run each (strategy, config) as an executed notebook into this folder.")] = None,
+    papermill: Annotated[
+        Path | None,
+        typer.Option("--papermill", help="Run each (strategy, config) as an executed notebook into this folder."),
+    ] = None,
     batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
@@ -46,16 +48,31 @@ def sweep(
         out = run_papermill(spec, papermill, store=store, workers=workers or 1, progress=not as_json)
         from .experiments.store import ResultStore
 
-        data = {"cells_total": out["cells"], "cells_computed": None, "cells_cached": None, "store": str(store),
-                "papermill": out, "stored_cells": len(ResultStore(store).done_ids())}
+        data = {
+            "cells_total": out["cells"],
+            "cells_computed": None,
+            "cells_cached": None,
+            "store": str(store),
+            "papermill": out,
+            "stored_cells": len(ResultStore(store).done_ids()),
+        }
         human = f"{out['groups']} notebooks in {papermill}; aggregated table {out['aggregated']}"
     else:
         plan = plan_sweep(resolved)
-        result = run_sweep(resolved, store=store, executor=executor, workers=workers, batch_size=batch_size,
-                           progress=not as_json, plan=plan)
+        result = run_sweep(
+            resolved,
+            store=store,
+            executor=executor,
+            workers=workers,
+            batch_size=batch_size,
+            progress=not as_json,
+            plan=plan,
+        )
         data = result.as_dict()
-        human = (f"{result.cells_total} cells ({result.cells_computed} computed, {result.cells_cached} cached) "
-                 f"over {result.sessions} sessions in {result.elapsed_s:.2f} s -> {result.store}")
+        human = (
+            f"{result.cells_total} cells ({result.cells_computed} computed, {result.cells_cached} cached) "
+            f"over {result.sessions} sessions in {result.elapsed_s:.2f} s -> {result.store}"
+        )
         if report is not None:
             from .experiments.report import write_report
 
@@ -80,13 +97,16 @@ def demo(
 
         write_corpus(out / "data")
         spec_path = out / "smoke.yaml"
-        spec_path.write_text("name: smoke\ncorpus: [data]\nstrategies:\n  - {name: none}\n  - {name: full-compact}\n"
-                             "  - name: sm-compact\n    grid: {min_tokens: [5000, 10000], max_tokens: [20000, 40000]}\n",
-                             encoding="utf-8")
+        spec_path.write_text(
+            "name: smoke\ncorpus: [data]\nstrategies:\n  - {name: none}\n  - {name: full-compact}\n"
+            "  - name: sm-compact\n    grid: {min_tokens: [5000, 10000], max_tokens: [20000, 40000]}\n",
+            encoding="utf-8",
+        )
     resolved = load_spec(spec_path)
     plan = plan_sweep(resolved)
-    result = run_sweep(resolved, store=out / "store", executor=executor, workers=workers, progress=not as_json,
-                       plan=plan)
+    result = run_sweep(
+        resolved, store=out / "store", executor=executor, workers=workers, progress=not as_json, plan=plan
+    )
     folder = write_report(result, plan, out)
     data = {**result.as_dict(), "report": str(folder.resolve())}
     if as_json:

@@ -19,7 +19,9 @@ __all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front"
 
 
 def _label(frame: pd.DataFrame) -> pd.Series:
-    return frame["strategy"].astype(str) + (":" + frame["config_hash"].astype(str).str[:6] if "config_hash" in frame else "")
+    return frame["strategy"].astype(str) + (
+        ":" + frame["config_hash"].astype(str).str[:6] if "config_hash" in frame else ""
+    )
 
 
 def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "needed_recall") -> Figure:
@@ -124,8 +126,9 @@ def _tick(value: object) -> str:
     return f"{value:g}" if isinstance(value, (int, float, np.number)) else str(value)
 
 
-def grid_heatmap(configs: pd.DataFrame, x: str, y: str, value: str = "saved_share", *, title: str | None = None,
-                 fmt: str = ".3f") -> Figure:
+def grid_heatmap(
+    configs: pd.DataFrame, x: str, y: str, value: str = "saved_share", *, title: str | None = None, fmt: str = ".3f"
+) -> Figure:
     """A metric over a 2-D parameter grid (columns ``x``, ``y``; other parameters averaged)."""
     fig, ax = plt.subplots(figsize=(6, 4.5))
     table = configs.pivot_table(index=y, columns=x, values=value, aggfunc="mean").sort_index().sort_index(axis=1)
@@ -150,5 +153,3 @@ def save(fig: Figure, path: str, *, dpi: int = 110) -> str:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
-
-

@@ -74,7 +74,16 @@ def measure_corpus(paths: Iterable[str | Path]) -> dict[str, Any]:
 
     sessions = [s for s in load_paths(list(paths)) if s.format == "claude-code" and s.records]
     kinds: Counter[str] = Counter()
-    split_sizes, tool_uses, result_chars, prompt_chars, overheads, ratios, outputs, growth = [], [], [], [], [], [], [], []
+    split_sizes, tool_uses, result_chars, prompt_chars, overheads, ratios, outputs, growth = (
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     thinking = text = 0
     tools: Counter[str] = Counter()
     progress_per_tool = []
@@ -86,7 +95,9 @@ def measure_corpus(paths: Iterable[str | Path]) -> dict[str, Any]:
         n_tools = 0
         rough_prefix = [0]
         for record in records:
-            rough_prefix.append(rough_prefix[-1] + sum(rough_tokens(b.text or json.dumps(b.raw)) for b in record.blocks))
+            rough_prefix.append(
+                rough_prefix[-1] + sum(rough_tokens(b.text or json.dumps(b.raw)) for b in record.blocks)
+            )
         previous = None
         first_prompt = None
         for call in calls:
@@ -130,7 +141,9 @@ def measure_corpus(paths: Iterable[str | Path]) -> dict[str, Any]:
         "records_per_call": _quantiles(split_sizes),
         "thinking_share": round(thinking / calls_total, 4) if calls_total else 0.0,
         "text_share": round(text / calls_total, 4) if calls_total else 0.0,
-        "tool_uses_per_call": {str(k) if k < 3 else "3+": round(parallel[k] / calls_total, 4) for k in sorted(parallel)},
+        "tool_uses_per_call": {
+            str(k) if k < 3 else "3+": round(parallel[k] / calls_total, 4) for k in sorted(parallel)
+        },
         "tool_names": dict(tools.most_common(10)),
         "tool_result_chars": _quantiles(result_chars),
         "user_prompt_chars": _quantiles(prompt_chars),
@@ -187,8 +200,16 @@ _ERRORS = (
 class _Writer:
     """Builds one session's lines with consistent uuids, parents, timestamps and usage."""
 
-    def __init__(self, rng: random.Random, session_id: str, *, cwd: str, branch: str, agent_id: str | None = None,
-                 start: datetime) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        session_id: str,
+        *,
+        cwd: str,
+        branch: str,
+        agent_id: str | None = None,
+        start: datetime,
+    ) -> None:
         self.rng = rng
         self.session_id = session_id
         self.agent_id = agent_id
@@ -216,9 +237,15 @@ class _Writer:
         return self.clock.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.clock.microsecond // 1000:03d}Z"
 
     def base(self, kind: str) -> dict[str, Any]:
-        line: dict[str, Any] = {"parentUuid": self.parent, "isSidechain": self.agent_id is not None,
-                                "userType": "external", "cwd": self.cwd, "sessionId": self.session_id,
-                                "version": VERSION, "gitBranch": self.branch}
+        line: dict[str, Any] = {
+            "parentUuid": self.parent,
+            "isSidechain": self.agent_id is not None,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": VERSION,
+            "gitBranch": self.branch,
+        }
         if self.agent_id is not None:
             line["agentId"] = self.agent_id
         line["type"] = kind
@@ -239,9 +266,17 @@ class _Writer:
 
     def snapshot(self, message_uuid: str) -> None:
         stamp = self.tick(0)
-        self.lines.append(json.dumps({"type": "file-history-snapshot", "messageId": message_uuid, "snapshot": {
-            "messageId": message_uuid, "trackedFileBackups": {}, "timestamp": stamp}, "isSnapshotUpdate": False},
-            separators=(",", ":")))
+        self.lines.append(
+            json.dumps(
+                {
+                    "type": "file-history-snapshot",
+                    "messageId": message_uuid,
+                    "snapshot": {"messageId": message_uuid, "trackedFileBackups": {}, "timestamp": stamp},
+                    "isSnapshotUpdate": False,
+                },
+                separators=(",", ":"),
+            )
+        )
 
     def user_prompt(self, text: str) -> None:
         line = self.base("user")
@@ -255,7 +290,12 @@ class _Writer:
 
     def progress(self, tool_id: str, hook: str) -> None:
         line = self.base("progress")
-        line["data"] = {"type": "hook_progress", "hookEvent": hook, "hookName": f"{hook}:Bash", "command": "hooks/guard.sh"}
+        line["data"] = {
+            "type": "hook_progress",
+            "hookEvent": hook,
+            "hookName": f"{hook}:Bash",
+            "command": "hooks/guard.sh",
+        }
         line["parentToolUseID"] = tool_id
         line["toolUseID"] = tool_id
         line["uuid"] = self.uuid()
@@ -265,8 +305,13 @@ class _Writer:
     def usage(self, output: int) -> dict[str, Any]:
         prompt = self.prompt_tokens
         read = min(self.prompt_before, prompt - 3)
-        return {"input_tokens": 3, "cache_creation_input_tokens": max(0, prompt - 3 - read),
-                "cache_read_input_tokens": max(0, read), "output_tokens": output, "service_tier": "standard"}
+        return {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": max(0, prompt - 3 - read),
+            "cache_read_input_tokens": max(0, read),
+            "output_tokens": output,
+            "service_tier": "standard",
+        }
 
     def response(self, blocks: list[dict[str, Any]], results: dict[str, tuple[str, bool, Any]]) -> None:
         """One streamed response: a line per block, tool results interleaved (docs §7.4)."""
@@ -280,14 +325,25 @@ class _Writer:
             last = index == len(blocks) - 1
             line = self.base("assistant")
             usage = dict(start_usage, output_tokens=final_output) if last else start_usage
-            line["message"] = {"model": MODEL, "id": message_id, "type": "message", "role": "assistant",
-                               "content": [block], "stop_reason": None, "stop_sequence": None, "usage": usage}
+            line["message"] = {
+                "model": MODEL,
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            }
             line["requestId"] = request_id
             line["uuid"] = self.uuid()
             line["timestamp"] = self.tick(self.rng.uniform(0.3, 6.0))
             self.emit(line)
-            self.count(json.dumps(block.get("input")) if block["type"] == "tool_use" else
-                       block.get("text") or block.get("thinking") or "")
+            self.count(
+                json.dumps(block.get("input"))
+                if block["type"] == "tool_use"
+                else block.get("text") or block.get("thinking") or ""
+            )
             if block["type"] == "tool_use":
                 for _ in range(self.rng.choice((0, 1, 1, 2))):
                     self.progress(block["id"], "PreToolUse")
@@ -321,9 +377,17 @@ class _Writer:
         line = self.base("system")
         line["parentUuid"] = None
         line["logicalParentUuid"] = self.parent
-        line.update({"subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
-                     "uuid": self.uuid(), "timestamp": self.tick(40), "level": "info",
-                     "compactMetadata": {"trigger": "auto", "preTokens": pre}})
+        line.update(
+            {
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "isMeta": False,
+                "uuid": self.uuid(),
+                "timestamp": self.tick(40),
+                "level": "info",
+                "compactMetadata": {"trigger": "auto", "preTokens": pre},
+            }
+        )
         self.parent = None
         self.emit(line)
         self.boundary_offset = self.rough
@@ -339,9 +403,17 @@ class _Writer:
 
 
 def _words(rng: random.Random) -> dict[str, str]:
-    return {"m": rng.choice(_MODULES), "m2": rng.choice(_MODULES), "l": rng.choice(_LAYERS), "l2": rng.choice(_LAYERS),
-            "v": rng.choice(_VERBS), "n": rng.choice(_NOUNS), "n2": rng.choice(_NOUNS),
-            "a": str(rng.randint(1, 99)), "b": str(rng.randint(1, 99))}
+    return {
+        "m": rng.choice(_MODULES),
+        "m2": rng.choice(_MODULES),
+        "l": rng.choice(_LAYERS),
+        "l2": rng.choice(_LAYERS),
+        "v": rng.choice(_VERBS),
+        "n": rng.choice(_NOUNS),
+        "n2": rng.choice(_NOUNS),
+        "a": str(rng.randint(1, 99)),
+        "b": str(rng.randint(1, 99)),
+    }
 
 
 def _length(rng: random.Random, quantiles: dict[str, float]) -> int:
@@ -357,17 +429,19 @@ def _code(rng: random.Random, path: str, chars: int) -> str:
     lines, size, n = [], 0, 1
     while size < chars:
         w = _words(rng)
-        template = rng.choice((
-            "def {v}_{n}(self, {n2}):",
-            "    {n} = self.{v}_{n2}({n2})",
-            "    if not {n}:",
-            "        raise ValueError('invalid {n} for {m}')",
-            "    return {n2}.{v}()",
-            "class {N}{M}Service:",
-            "from shop.{m}.{l} import {v}_{n}",
-            "    # {v} the {n} before the {n2} is stored",
-            "",
-        ))
+        template = rng.choice(
+            (
+                "def {v}_{n}(self, {n2}):",
+                "    {n} = self.{v}_{n2}({n2})",
+                "    if not {n}:",
+                "        raise ValueError('invalid {n} for {m}')",
+                "    return {n2}.{v}()",
+                "class {N}{M}Service:",
+                "from shop.{m}.{l} import {v}_{n}",
+                "    # {v} the {n} before the {n2} is stored",
+                "",
+            )
+        )
         text = template.format(**w, N=w["n"].title(), M=w["m"].title())
         lines.append(f"{n:>6}\u2192{text}")
         size += len(lines[-1]) + 1
@@ -375,7 +449,9 @@ def _code(rng: random.Random, path: str, chars: int) -> str:
     return "\n".join(lines)
 
 
-def _tool_call(rng: random.Random, writer: _Writer, cal: dict[str, Any], fail: bool) -> tuple[dict[str, Any], tuple[str, bool, Any]]:
+def _tool_call(
+    rng: random.Random, writer: _Writer, cal: dict[str, Any], fail: bool
+) -> tuple[dict[str, Any], tuple[str, bool, Any]]:
     w = _words(rng)
     path = f"{writer.cwd}/shop/{w['m']}/{w['l']}.py"
     tool_id = writer.ident("toolu_01")
@@ -386,13 +462,23 @@ def _tool_call(rng: random.Random, writer: _Writer, cal: dict[str, Any], fail: b
         text = _code(rng, path, length)
         extra: Any = {"type": "text", "file": {"filePath": path, "numLines": text.count("\n") + 1}}
     elif kind == "Bash":
-        command = rng.choice((f"pytest tests/test_{w['m']}.py -q", f"git diff shop/{w['m']}", "make lint",
-                              f"python -m shop.{w['m']}.{w['l']} --check"))
+        command = rng.choice(
+            (
+                f"pytest tests/test_{w['m']}.py -q",
+                f"git diff shop/{w['m']}",
+                "make lint",
+                f"python -m shop.{w['m']}.{w['l']} --check",
+            )
+        )
         inputs = {"command": command, "description": f"Run {command.split()[0]}"}
         if fail:
-            text = f"Exit code 1\n{_ERRORS[rng.randrange(len(_ERRORS))].format(**w)}\n" + _code(rng, path, min(length, 800))
+            text = f"Exit code 1\n{_ERRORS[rng.randrange(len(_ERRORS))].format(**w)}\n" + _code(
+                rng, path, min(length, 800)
+            )
         else:
-            text = f"{rng.randint(3, 80)} passed in {rng.uniform(0.2, 9):.2f}s\n" + _code(rng, path, max(0, length - 40))
+            text = f"{rng.randint(3, 80)} passed in {rng.uniform(0.2, 9):.2f}s\n" + _code(
+                rng, path, max(0, length - 40)
+            )
         extra = {"stdout": text[:200], "stderr": "", "interrupted": False, "isImage": False}
     elif kind == "Grep":
         inputs = {"pattern": f"{w['v']}_{w['n']}", "path": "shop", "output_mode": "files_with_matches"}
@@ -407,9 +493,12 @@ def _tool_call(rng: random.Random, writer: _Writer, cal: dict[str, Any], fail: b
     else:
         old = f"return {w['n2']}.{w['v']}()"
         inputs = {"file_path": path, "old_string": old, "new_string": f"return self.{w['v']}_{w['n2']}({w['n2']})"}
-        text = (f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>" if fail else
-                f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet:\n"
-                + _code(rng, path, min(length, 1200)))
+        text = (
+            f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>"
+            if fail
+            else f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet:\n"
+            + _code(rng, path, min(length, 1200))
+        )
         extra = {"filePath": path, "oldString": old, "newString": inputs["new_string"]}
     return {"type": "tool_use", "id": tool_id, "name": kind, "input": inputs}, (text, fail, extra)
 
@@ -418,13 +507,17 @@ def _prose(rng: random.Random, sentences: int) -> str:
     parts = []
     for _ in range(sentences):
         w = _words(rng)
-        parts.append(rng.choice((
-            "Let me look at how {v}_{n} is used in shop/{m}/{l}.py.",
-            "The failure comes from {m}/{l}.py: {n} is read before {n2} is set.",
-            "I'll run the {m} tests again to confirm the fix.",
-            "Now update the {n2} handling in the {m2} service so both paths agree.",
-            "Good, that works; next, the {n} {v} needs the same guard.",
-        )).format(**w))
+        parts.append(
+            rng.choice(
+                (
+                    "Let me look at how {v}_{n} is used in shop/{m}/{l}.py.",
+                    "The failure comes from {m}/{l}.py: {n} is read before {n2} is set.",
+                    "I'll run the {m} tests again to confirm the fix.",
+                    "Now update the {n2} handling in the {m2} service so both paths agree.",
+                    "Good, that works; next, the {n} {v} needs the same guard.",
+                )
+            ).format(**w)
+        )
     return " ".join(parts)
 
 
@@ -448,8 +541,14 @@ def generate_session(
     rng = random.Random(seed)
     cal = calibration()
     sid = session_id or str(uuid.UUID(int=rng.getrandbits(128), version=4))
-    writer = _Writer(rng, sid, cwd="/home/USER/projects/acme-shop", branch=f"feature-{rng.randint(100, 999)}",
-                     agent_id=agent_id, start=start or datetime(2026, 1, 15, 9, 0, tzinfo=UTC) + timedelta(days=seed % 28))
+    writer = _Writer(
+        rng,
+        sid,
+        cwd="/home/USER/projects/acme-shop",
+        branch=f"feature-{rng.randint(100, 999)}",
+        agent_id=agent_id,
+        start=start or datetime(2026, 1, 15, 9, 0, tzinfo=UTC) + timedelta(days=seed % 28),
+    )
     weights = cal["tool_uses_per_call"]
     parallel = [weights.get("0", 0.1), weights.get("1", 0.75), weights.get("2", 0.1), weights.get("3+", 0.05)]
     calls = 0
@@ -460,8 +559,10 @@ def generate_session(
     first_of_turn = True
     while calls < max_calls:
         if compact_at and not compacted and writer.prompt_tokens >= compact_at:
-            summary = ("This session is being continued from a previous conversation that ran out of context. "
-                       "The conversation is summarized below:\n" + _prose(rng, 24))
+            summary = (
+                "This session is being continued from a previous conversation that ran out of context. "
+                "The conversation is summarized below:\n" + _prose(rng, 24)
+            )
             writer.compact(summary)
             compacted = True
             first_of_turn = True  # the summary opens the kept context: the next response starts the loop
@@ -478,7 +579,9 @@ def generate_session(
         # Thinking opens a turn's first response (and some later ones): the API requires the tool loop's
         # first assistant message to start with thinking whenever a later response in it thinks (docs §9).
         if thinking_turn and (first_of_turn or rng.random() < 0.3):
-            blocks.append({"type": "thinking", "thinking": _prose(rng, rng.randint(1, 6)), "signature": "[REDACTED_SIGNATURE]"})
+            blocks.append(
+                {"type": "thinking", "thinking": _prose(rng, rng.randint(1, 6)), "signature": "[REDACTED_SIGNATURE]"}
+            )
         if n_tools == 0 or rng.random() < cal["text_share"]:
             blocks.append({"type": "text", "text": _prose(rng, rng.randint(1, 4 if n_tools else 8))})
         results = {}

@@ -17,7 +17,9 @@ def _pinned_code_version(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyte
 
     monkeypatch.setenv("WORKBENCH_CODE_VERSION", "test")
     cells.code_version.cache_clear()
-    monkeypatch.setenv("WORKBENCH_CACHE_DIR", os.environ.get("WORKBENCH_CACHE_DIR") or str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv(
+        "WORKBENCH_CACHE_DIR", os.environ.get("WORKBENCH_CACHE_DIR") or str(tmp_path_factory.getbasetemp() / "cache")
+    )
 
 
 def write_spec(folder: Path, body: str, name: str = "spec.yaml") -> Path:

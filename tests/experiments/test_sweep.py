@@ -38,8 +38,17 @@ def test_rerun_computes_only_missing_cells(tmp_path):
     store = ResultStore(tmp_path / "store")
     cells = store.cells()
     assert len(cells) == 42 and cells["cell_id"].is_unique
-    for column in ("config_json", "passed_config_json", "corpus_fingerprint", "package_version", "git_revision",
-                   "code_version", "started_at", "finished_at", "session_fingerprint"):
+    for column in (
+        "config_json",
+        "passed_config_json",
+        "corpus_fingerprint",
+        "package_version",
+        "git_revision",
+        "code_version",
+        "started_at",
+        "finished_at",
+        "session_fingerprint",
+    ):
         assert column in cells.columns
     steps = store.steps()
     assert set(steps["cell_id"]) == set(cells["cell_id"])
@@ -60,8 +69,10 @@ def test_orphaned_parts_of_an_unfinished_batch_are_ignored(tmp_path):
 
 
 def _cli(*args: str, **kwargs):
-    code = "import sys; from workbench.cli import app; from workbench.cli_sweep import register; register(app); " \
-           "sys.argv[0] = 'workbench'; app()"
+    code = (
+        "import sys; from workbench.cli import app; from workbench.cli_sweep import register; register(app); "
+        "sys.argv[0] = 'workbench'; app()"
+    )
     return [sys.executable, "-c", f"if __name__ == '__main__':\n    {code}", *args]
 
 
@@ -72,10 +83,26 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     assert total == 15 * 6
     store_dir = tmp_path / "store"
     env = {**os.environ, "WORKBENCH_CODE_VERSION": "test"}
-    proc = subprocess.Popen(_cli("sweep", str(spec), "--store", str(store_dir), "--executor", "local", "--workers", "1",
-                                 "--batch-size", "1", "--json"),
-                            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        _cli(
+            "sweep",
+            str(spec),
+            "--store",
+            str(store_dir),
+            "--executor",
+            "local",
+            "--workers",
+            "1",
+            "--batch-size",
+            "1",
+            "--json",
+        ),
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     store = ResultStore(store_dir)
     deadline = time.time() + 60
     try:
@@ -94,7 +121,13 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     assert raw["cell_id"].is_unique and len(cells) == total
     pd.testing.assert_frame_equal(comparable(cells), comparable(ResultStore(tmp_path / "ref").cells()))
     ours = store.steps().drop(columns=["batch"]).sort_values(["cell_id", "step"]).reset_index(drop=True)
-    ref = ResultStore(tmp_path / "ref").steps().drop(columns=["batch"]).sort_values(["cell_id", "step"]).reset_index(drop=True)
+    ref = (
+        ResultStore(tmp_path / "ref")
+        .steps()
+        .drop(columns=["batch"])
+        .sort_values(["cell_id", "step"])
+        .reset_index(drop=True)
+    )
     pd.testing.assert_frame_equal(ours, ref)
 
 
@@ -102,33 +135,61 @@ def test_dask_local_cluster_matches_local_executor(tmp_path):
     distributed = pytest.importorskip("distributed")
     spec = write_spec(tmp_path, TINY)
     local = run_sweep(spec, store=tmp_path / "local", executor="local", workers=2, progress=False)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp://",
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "dask://")
         remote = run_sweep(spec, store=tmp_path / "dask", executor=address, progress=False)
     assert local.cells_computed == remote.cells_computed == 30
     a, b = ResultStore(tmp_path / "local"), ResultStore(tmp_path / "dask")
     pd.testing.assert_frame_equal(comparable(a.cells()), comparable(b.cells()))
     key = ["cell_id", "step"]
-    pd.testing.assert_frame_equal(a.steps().drop(columns="batch").sort_values(key).reset_index(drop=True),
-                                  b.steps().drop(columns="batch").sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        a.steps().drop(columns="batch").sort_values(key).reset_index(drop=True),
+        b.steps().drop(columns="batch").sort_values(key).reset_index(drop=True),
+    )
 
 
 def test_cli_json_and_report(tmp_path):
     spec = write_spec(tmp_path, TINY)
-    out = subprocess.run(_cli("sweep", str(spec), "--store", str(tmp_path / "s"), "--executor", "inline", "--json",
-                              "--report", str(tmp_path / "report")), cwd=REPO, capture_output=True, text=True,
-                         env={**os.environ, "WORKBENCH_CODE_VERSION": "test"}, timeout=120)
+    out = subprocess.run(
+        _cli(
+            "sweep",
+            str(spec),
+            "--store",
+            str(tmp_path / "s"),
+            "--executor",
+            "inline",
+            "--json",
+            "--report",
+            str(tmp_path / "report"),
+        ),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WORKBENCH_CODE_VERSION": "test"},
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert {"cells_total", "cells_computed", "cells_cached", "store"} <= set(data)
     assert data["cells_total"] == 30 and data["cells_computed"] == 30
-    for name in ("summary.md", "summary.html", "configs.csv", "timeline.png", "violations.png",
-                 "heatmap-sm-compact-saved_share.png"):
+    for name in (
+        "summary.md",
+        "summary.html",
+        "configs.csv",
+        "timeline.png",
+        "violations.png",
+        "heatmap-sm-compact-saved_share.png",
+    ):
         assert (tmp_path / "report" / name).stat().st_size > 0
-    bad = subprocess.run(_cli("sweep", str(write_spec(tmp_path, TINY.replace("seed", "x").replace("metrics", "metricz"),
-                                                      "bad.yaml"))),
-                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        _cli("sweep", str(write_spec(tmp_path, TINY.replace("seed", "x").replace("metrics", "metricz"), "bad.yaml"))),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "bad.yaml" in bad.stderr and "metricz" in bad.stderr
 
 

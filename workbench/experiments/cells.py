@@ -57,8 +57,13 @@ def git_revision() -> str | None:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -187,19 +192,21 @@ def run_task(task: CellTask) -> TaskResult:
         events = [{**row, **extra} for row in result.events]
         out.steps.extend(steps)
         out.events.extend(events)
-        out.cells.append({
-            "cell_id": cell.id,
-            "strategy": cell.strategy,
-            "config_hash": cell.config_hash,
-            "session_id": cell.session_id,
-            "session_fingerprint": cell.session_fingerprint,
-            "source": cell.source,
-            "estimator": cell.estimator,
-            "code_version": cell.code_version,
-            "config_json": cell.config_json,
-            "passed_config_json": canonical_json(dict(cell.passed)),
-            **_summary(result.steps, result.events),
-            "started_at": started,
-            "elapsed_s": time.time() - started,
-        })
+        out.cells.append(
+            {
+                "cell_id": cell.id,
+                "strategy": cell.strategy,
+                "config_hash": cell.config_hash,
+                "session_id": cell.session_id,
+                "session_fingerprint": cell.session_fingerprint,
+                "source": cell.source,
+                "estimator": cell.estimator,
+                "code_version": cell.code_version,
+                "config_json": cell.config_json,
+                "passed_config_json": canonical_json(dict(cell.passed)),
+                **_summary(result.steps, result.events),
+                "started_at": started,
+                "elapsed_s": time.time() - started,
+            }
+        )
     return out

@@ -62,8 +62,12 @@ def make_executor(name: str = "local", workers: int | None = None) -> Iterator[E
         except ImportError as exc:  # pragma: no cover - dask is a declared dependency
             raise RuntimeError("the dask executors need `pip install 'dask[distributed]'`") from exc
         if kind == "dask-local":
-            with LocalCluster(n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1",
-                              dashboard_address=None) as cluster, Client(cluster) as client:
+            with (
+                LocalCluster(
+                    n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                ) as cluster,
+                Client(cluster) as client,
+            ):
                 yield client.get_executor(pure=False)
         else:
             address = "tcp://" + name.split("://", 1)[1]

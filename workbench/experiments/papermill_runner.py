@@ -68,8 +68,14 @@ def run_group(
 
     cells, steps, events = sweep_frames(ResultStore(store), result.cell_ids)
     table = cell_table(cells, steps, events, plan.sessions, resolved.spec.metrics)
-    return {"result": result, "plan": plan, "cells": table, "configs": config_table(table), "steps": steps,
-            "events": events}
+    return {
+        "result": result,
+        "plan": plan,
+        "cells": table,
+        "configs": config_table(table),
+        "steps": steps,
+        "events": events,
+    }
 
 
 def _slug(text: str) -> str:
@@ -112,8 +118,15 @@ def run_papermill(
     def execute(job: tuple[Path, Path, dict[str, Any]]) -> Path:
         notebook, folder, parameters = job
         folder.mkdir(parents=True, exist_ok=True)
-        pm.execute_notebook(str(template), str(notebook), parameters=parameters, kernel_name=kernel,
-                            progress_bar=False, cwd=str(folder), log_output=False)
+        pm.execute_notebook(
+            str(template),
+            str(notebook),
+            parameters=parameters,
+            kernel_name=kernel,
+            progress_bar=False,
+            cwd=str(folder),
+            log_output=False,
+        )
         return notebook
 
     bar = tqdm(total=len(jobs), desc=f"papermill {spec.name}", unit="notebook", disable=not progress)
@@ -123,10 +136,16 @@ def run_papermill(
             notebooks.append(str(path))
             bar.update(1)
     bar.close()
-    frames = [pd.read_parquet(folder / "cells.parquet") for _, folder, _ in jobs if (folder / "cells.parquet").is_file()]
+    frames = [
+        pd.read_parquet(folder / "cells.parquet") for _, folder, _ in jobs if (folder / "cells.parquet").is_file()
+    ]
     cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     aggregated = config_table(cells)
     write_parquet(aggregated, out / "aggregated.parquet")
     aggregated.to_csv(out / "aggregated.csv", index=False)
-    return {"notebooks": notebooks, "aggregated": str(out / "aggregated.parquet"), "groups": len(jobs),
-            "cells": len(cells)}
+    return {
+        "notebooks": notebooks,
+        "aggregated": str(out / "aggregated.parquet"),
+        "groups": len(jobs),
+        "cells": len(cells),
+    }

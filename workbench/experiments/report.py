@@ -16,8 +16,20 @@ from .tables import cell_table, config_table, sweep_frames, write_parquet
 
 __all__ = ["write_report"]
 
-_SUMMARY_COLUMNS = ("strategy", "config_hash", "sessions", "steps", "compactions", "saved_share", "peak_context_tokens",
-                    "violation_rate", "compaction_violation_rate", "needed_recall", "dropped_recall", "cost_usd")
+_SUMMARY_COLUMNS = (
+    "strategy",
+    "config_hash",
+    "sessions",
+    "steps",
+    "compactions",
+    "saved_share",
+    "peak_context_tokens",
+    "violation_rate",
+    "compaction_violation_rate",
+    "needed_recall",
+    "dropped_recall",
+    "cost_usd",
+)
 
 
 def _fmt(value: Any) -> str:
@@ -59,17 +71,27 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
         keep("pareto.png", plots.pareto_front(configs), "Savings vs needed-fact recall, Pareto front per strategy")
     rules = validity_rules(steps, events if len(events) else None) if len(steps) else pd.DataFrame()
     rules = rules[rules["scope"] == "step"] if len(rules) else rules
-    keep("violations.png", plots.violation_rates(rules, configs.groupby("strategy")["steps"].sum()),
-         "API-invariant violations per step, by strategy and rule")
+    keep(
+        "violations.png",
+        plots.violation_rates(rules, configs.groupby("strategy")["steps"].sum()),
+        "API-invariant violations per step, by strategy and rule",
+    )
     if "cost_usd" in configs.columns:
         keep("cost_vs_savings.png", plots.cost_vs_savings(configs), "Simulated cost vs share of input tokens saved")
     if len(table):
-        session = table.sort_values(["peak_without_compaction", "session_id"], ascending=[False, True]).iloc[0]["session_id"]
+        session = table.sort_values(["peak_without_compaction", "session_id"], ascending=[False, True]).iloc[0][
+            "session_id"
+        ]
         chosen = configs.drop_duplicates("strategy")["config_hash"]
         mine = steps[(steps["session_id"] == session) & steps["config_hash"].isin(chosen)]
-        mine_events = events[(events["session_id"] == session) & events["config_hash"].isin(chosen)] if len(events) else None
-        keep("timeline.png", plots.context_timeline(mine, mine_events),
-             f"Context size over session {session} (first config of each strategy); ▼ = compaction")
+        mine_events = (
+            events[(events["session_id"] == session) & events["config_hash"].isin(chosen)] if len(events) else None
+        )
+        keep(
+            "timeline.png",
+            plots.context_timeline(mine, mine_events),
+            f"Context size over session {session} (first config of each strategy); ▼ = compaction",
+        )
     for item in plan.spec.spec.strategies:
         keys = [k for k in item.grid if len(item.grid[k]) > 1]
         if len(keys) >= 2:
@@ -77,20 +99,30 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
             for value in ("saved_share", "needed_recall"):
                 if value in grid.columns:
                     name = f"heatmap-{item.name}-{value}.png"
-                    keep(name, plots.grid_heatmap(grid, f"cfg.{keys[0]}", f"cfg.{keys[1]}", value),
-                         f"{item.name}: {value} over {keys[0]} × {keys[1]} (other parameters averaged)")
+                    keep(
+                        name,
+                        plots.grid_heatmap(grid, f"cfg.{keys[0]}", f"cfg.{keys[1]}", value),
+                        f"{item.name}: {value} over {keys[0]} × {keys[1]} (other parameters averaged)",
+                    )
     lines = [
-        f"# Sweep `{plan.spec.name}`", "",
-        plan.spec.spec.description, "",
+        f"# Sweep `{plan.spec.name}`",
+        "",
+        plan.spec.spec.description,
+        "",
         f"- corpus: {', '.join(result.corpus)}" + (" (fallback)" if result.corpus_used_fallback else ""),
         f"- sessions: {result.sessions}; grid points: {result.grid_points}; cells: {result.cells_total} "
         f"({result.cells_computed} computed, {result.cells_cached} from the store)",
         f"- estimator: {plan.spec.estimator}; store: `{result.store}`; executor: {result.executor}; "
-        f"{result.elapsed_s:.1f} s", "",
-        "## By strategy and config", "",
-        _markdown(configs, _SUMMARY_COLUMNS), "",
-        "Config hashes resolve in `configs.csv` (`config_json` and one `cfg.*` column per parameter).", "",
-        "## Plots", "",
+        f"{result.elapsed_s:.1f} s",
+        "",
+        "## By strategy and config",
+        "",
+        _markdown(configs, _SUMMARY_COLUMNS),
+        "",
+        "Config hashes resolve in `configs.csv` (`config_json` and one `cfg.*` column per parameter).",
+        "",
+        "## Plots",
+        "",
     ]
     lines += [f"![{caption}]({name})\n\n{caption}\n" for name, caption in figures]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -100,5 +132,7 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
     (out / "summary.html").write_text(
         f"<!doctype html><meta charset='utf-8'><title>Sweep {html.escape(plan.spec.name)}</title>"
         f"<h1>Sweep {html.escape(plan.spec.name)}</h1><pre>{html.escape(json.dumps(result.as_dict(), indent=2))}</pre>"
-        f"{body}{images}\n", encoding="utf-8")
+        f"{body}{images}\n",
+        encoding="utf-8",
+    )
     return out

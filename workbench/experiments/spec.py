@@ -266,7 +266,9 @@ def load_spec(path: str | Path) -> ResolvedSpec:
     from ..tokens.estimators import estimator_names
 
     if spec.estimator not in estimator_names():
-        raise SpecError(f"{path}: estimator: unknown estimator {spec.estimator!r}; known: {', '.join(estimator_names())}")
+        raise SpecError(
+            f"{path}: estimator: unknown estimator {spec.estimator!r}; known: {', '.join(estimator_names())}"
+        )
     corpus, fallback = _corpus(spec, path)
     points, skipped = _points(spec, path)
     return ResolvedSpec(path, spec, corpus, fallback, tuple(points), tuple(skipped))

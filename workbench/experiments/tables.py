@@ -25,12 +25,15 @@ def write_parquet(frame: pd.DataFrame, path: Any) -> None:
         if out[column].dtype == object:
             kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and pd.isna(v))}
             if len(kinds) > 1 or kinds & {list, dict}:
-                out[column] = [None if v is None or (isinstance(v, float) and pd.isna(v)) else json.dumps(v)
-                               for v in out[column]]
+                out[column] = [
+                    None if v is None or (isinstance(v, float) and pd.isna(v)) else json.dumps(v) for v in out[column]
+                ]
     out.to_parquet(path, index=False)
 
 
-def sweep_frames(store: ResultStore, cell_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def sweep_frames(
+    store: ResultStore, cell_ids: Iterable[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(cells, steps, events)`` of the given cells (default: the whole store)."""
     cells = store.cells(cell_ids)
     return cells, store.steps(cells), store.events(cells)
@@ -66,8 +69,17 @@ def cell_table(
     no_events = events if len(events) else None
     if "validity" in metrics and len(steps):
         valid = validity_sessions(steps, no_events)
-        keep = [c for c in ("violation_rate", "compaction_violation_rate", "adjusted_compactions", "fallback_reasons",
-                            "repaired_steps") if c in valid.columns]
+        keep = [
+            c
+            for c in (
+                "violation_rate",
+                "compaction_violation_rate",
+                "adjusted_compactions",
+                "fallback_reasons",
+                "repaired_steps",
+            )
+            if c in valid.columns
+        ]
         table = table.merge(valid[[*KEYS, *keep]], on=KEYS, how="left")
     if "cost" in metrics and len(steps):
         money = cost_sessions(steps, no_events, by_id or None, pricing=load_pricing())
@@ -76,8 +88,18 @@ def cell_table(
     if "fidelity" in metrics and by_id and len(steps):
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
         fid = fidelity_sessions(per_event, steps)
-        keep = [c for c in ("needed_facts", "needed_facts_kept", "dropped_facts", "dropped_facts_kept", "needed_recall",
-                            "dropped_recall") if c in fid.columns]
+        keep = [
+            c
+            for c in (
+                "needed_facts",
+                "needed_facts_kept",
+                "dropped_facts",
+                "dropped_facts_kept",
+                "needed_recall",
+                "dropped_recall",
+            )
+            if c in fid.columns
+        ]
         table = table.merge(fid[[*KEYS, *keep]], on=KEYS, how="left")
     return table
 
@@ -86,10 +108,28 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Pooled per (strategy, config_hash), with the resolved config flattened into columns."""
     if cells.empty:
         return cells
-    sums = {c: "sum" for c in ("steps", "compactions", "input_tokens", "input_tokens_without", "tokens_saved",
-                               "violating_steps", "violations", "compaction_violations", "repairs", "fallbacks",
-                               "cost_usd", "summarizer_cost_usd", "needed_facts", "needed_facts_kept",
-                               "dropped_facts", "dropped_facts_kept") if c in cells.columns}
+    sums = {
+        c: "sum"
+        for c in (
+            "steps",
+            "compactions",
+            "input_tokens",
+            "input_tokens_without",
+            "tokens_saved",
+            "violating_steps",
+            "violations",
+            "compaction_violations",
+            "repairs",
+            "fallbacks",
+            "cost_usd",
+            "summarizer_cost_usd",
+            "needed_facts",
+            "needed_facts_kept",
+            "dropped_facts",
+            "dropped_facts_kept",
+        )
+        if c in cells.columns
+    }
     grouped = cells.groupby(["strategy", "config_hash"], sort=True)
     out = grouped.agg({**sums, "peak_context_tokens": "max", "session_id": "nunique", "config_json": "first"})
     out = out.rename(columns={"session_id": "sessions"}).reset_index()
@@ -97,8 +137,12 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
     out["violation_rate"] = out["violating_steps"] / out["steps"].where(out["steps"] > 0)
     out["compaction_violation_rate"] = out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)
     if "needed_facts" in out.columns:
-        out["needed_recall"] = (out["needed_facts_kept"] / out["needed_facts"].where(out["needed_facts"] > 0)).fillna(1.0)
-        out["dropped_recall"] = (out["dropped_facts_kept"] / out["dropped_facts"].where(out["dropped_facts"] > 0)).fillna(1.0)
+        out["needed_recall"] = (out["needed_facts_kept"] / out["needed_facts"].where(out["needed_facts"] > 0)).fillna(
+            1.0
+        )
+        out["dropped_recall"] = (
+            out["dropped_facts_kept"] / out["dropped_facts"].where(out["dropped_facts"] > 0)
+        ).fillna(1.0)
     params = pd.DataFrame([flatten_config(json.loads(text)) for text in out["config_json"]], index=out.index)
     params.columns = [f"cfg.{c}" for c in params.columns]
     return pd.concat([out, params], axis=1)

@@ -69,8 +69,8 @@ __all__ = [
     "calibrate_cost",
     "cost_sessions",
     "cost_steps",
-    "load_pricing",
     "known_price",
+    "load_pricing",
     "price_for",
     "session_call_info",
     "simulate_cache",
@@ -105,8 +105,13 @@ def load_pricing(path: str | None = None) -> dict[str, Price]:
     table = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
         table[row["model"]] = Price(
-            row["model"], float(row["input"]), float(row["cache_write_5m"]), float(row["cache_write_1h"]),
-            float(row["cache_read"]), float(row["output"]), row.get("certain", "yes").strip() == "yes",
+            row["model"],
+            float(row["input"]),
+            float(row["cache_write_5m"]),
+            float(row["cache_write_1h"]),
+            float(row["cache_read"]),
+            float(row["output"]),
+            row.get("certain", "yes").strip() == "yes",
         )
     return table
 
@@ -170,6 +175,7 @@ def session_call_info(session: Session, *, strip: bool = True) -> SessionCallInf
         records, _ = strip_recorded_compactions(records)
     calls = api_calls(records)
     usages = [c.usage(records) for c in calls]
+
     def written(usage: Mapping[str, Any] | None, key: str) -> int:
         return int(((usage or {}).get("cache_creation") or {}).get(key) or 0)
 
@@ -266,8 +272,9 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
         if price is None:
             return float("nan")
         write = price.cache_write_1h if row["ttl"] == "1h" else price.cache_write_5m
-        return (row["cache_write"] * write + row["cache_read"] * price.cache_read
-                + row["output_tokens"] * price.output) / 1e6
+        return (
+            row["cache_write"] * write + row["cache_read"] * price.cache_read + row["output_tokens"] * price.output
+        ) / 1e6
 
     return frame.apply(dollars, axis=1) if len(frame) else pd.Series(dtype=float)
 
@@ -289,8 +296,9 @@ def cost_steps(
     frames = []
     for keys, group in steps.groupby(KEYS, sort=True):
         sid = keys[0]
-        cell_events = events[(events["session_id"] == sid) & (events["strategy"] == keys[1])
-                             & (events["config_hash"] == keys[2])]
+        cell_events = events[
+            (events["session_id"] == sid) & (events["strategy"] == keys[1]) & (events["config_hash"] == keys[2])
+        ]
         strip = not (cell_events["kind"] == "recorded-compact").any() if len(cell_events) else keys[1] != "recorded"
         info = None
         if sid in by_id:
@@ -306,7 +314,10 @@ def cost_steps(
 
 
 def _summarizer_rows(
-    events: pd.DataFrame, sessions: Mapping[str, Session], pricing: Mapping[str, Price], default: str,
+    events: pd.DataFrame,
+    sessions: Mapping[str, Session],
+    pricing: Mapping[str, Price],
+    default: str,
     summarizer_input: str,
 ) -> pd.DataFrame:
     rows = []
@@ -327,11 +338,25 @@ def _summarizer_rows(
         if price is None:
             continue
         rate = price.cache_read if summarizer_input == "cache_read" else price.input
-        rows.append({**{k: event[k] for k in KEYS}, "summarizer_calls": 1, "summarizer_input_tokens": read,
-                     "summarizer_output_tokens": summary_tokens,
-                     "summarizer_cost_usd": (read * rate + summary_tokens * price.output) / 1e6})
-    return pd.DataFrame(rows, columns=[*KEYS, "summarizer_calls", "summarizer_input_tokens",
-                                       "summarizer_output_tokens", "summarizer_cost_usd"])
+        rows.append(
+            {
+                **{k: event[k] for k in KEYS},
+                "summarizer_calls": 1,
+                "summarizer_input_tokens": read,
+                "summarizer_output_tokens": summary_tokens,
+                "summarizer_cost_usd": (read * rate + summary_tokens * price.output) / 1e6,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            *KEYS,
+            "summarizer_calls",
+            "summarizer_input_tokens",
+            "summarizer_output_tokens",
+            "summarizer_cost_usd",
+        ],
+    )
 
 
 def cost_sessions(
@@ -347,20 +372,39 @@ def cost_sessions(
     table = pricing or load_pricing()
     by_id = session_map(sessions)
     per_step = cost_steps(steps, events, by_id, pricing=table, default_model=default_model)
-    columns = [*KEYS, "steps", "cache_read", "cache_write", "output_tokens", "step_cost_usd", "summarizer_calls",
-               "summarizer_cost_usd", "cost_usd", "cost_per_1k_steps", "summarizer_share", "priced_outputs"]
+    columns = [
+        *KEYS,
+        "steps",
+        "cache_read",
+        "cache_write",
+        "output_tokens",
+        "step_cost_usd",
+        "summarizer_calls",
+        "summarizer_cost_usd",
+        "cost_usd",
+        "cost_per_1k_steps",
+        "summarizer_share",
+        "priced_outputs",
+    ]
     if per_step.empty:
         return pd.DataFrame(columns=columns)
-    out = per_step.groupby(KEYS, sort=True).agg(
-        steps=("step", "size"),
-        cache_read=("cache_read", "sum"),
-        cache_write=("cache_write", "sum"),
-        output_tokens=("output_tokens", "sum"),
-        step_cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # any unpriced call: NaN
-    ).reset_index()
+    out = (
+        per_step.groupby(KEYS, sort=True)
+        .agg(
+            steps=("step", "size"),
+            cache_read=("cache_read", "sum"),
+            cache_write=("cache_write", "sum"),
+            output_tokens=("output_tokens", "sum"),
+            step_cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # any unpriced call: NaN
+        )
+        .reset_index()
+    )
     summ = _summarizer_rows(ensure_keys(events), by_id, table, default_model, summarizer_input)
-    summ = summ.groupby(KEYS).agg(summarizer_calls=("summarizer_calls", "sum"),
-                                  summarizer_cost_usd=("summarizer_cost_usd", "sum")).reset_index()
+    summ = (
+        summ.groupby(KEYS)
+        .agg(summarizer_calls=("summarizer_calls", "sum"), summarizer_cost_usd=("summarizer_cost_usd", "sum"))
+        .reset_index()
+    )
     out = out.merge(summ, on=KEYS, how="left")
     out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
     out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
@@ -377,10 +421,13 @@ def _recorded_dollars(usage: Mapping[str, Any] | None, price: Price, *, output: 
     split = usage.get("cache_creation") or {}
     one_hour = int(split.get("ephemeral_1h_input_tokens") or 0)
     written = int(usage.get("cache_creation_input_tokens") or 0)
-    return (int(usage.get("input_tokens") or 0) * price.input
-            + (written - one_hour) * price.cache_write_5m + one_hour * price.cache_write_1h
-            + int(usage.get("cache_read_input_tokens") or 0) * price.cache_read
-            + (int(usage.get("output_tokens") or 0) * price.output if output else 0)) / 1e6
+    return (
+        int(usage.get("input_tokens") or 0) * price.input
+        + (written - one_hour) * price.cache_write_5m
+        + one_hour * price.cache_write_1h
+        + int(usage.get("cache_read_input_tokens") or 0) * price.cache_read
+        + (int(usage.get("output_tokens") or 0) * price.output if output else 0)
+    ) / 1e6
 
 
 def calibrate_cost(
@@ -422,7 +469,8 @@ def calibrate_cost(
             rec_input += _recorded_dollars(usage, price, output=False)
             rec_read += int((usage or {}).get("cache_read_input_tokens") or 0)
             rec_write += int((usage or {}).get("cache_creation_input_tokens") or 0) + int(
-                (usage or {}).get("input_tokens") or 0)
+                (usage or {}).get("input_tokens") or 0
+            )
             sim_input += row["cost_usd"] - row["output_tokens"] * price.output / 1e6
         sim_cost = float(group["cost_usd"].sum())
         sim_read = float(group["cache_read"].sum())
@@ -431,13 +479,22 @@ def calibrate_cost(
         def err(sim: float, rec: float) -> float:
             return abs(sim - rec) / rec if rec else 0.0
 
-        rows.append({**dict(zip(KEYS, keys, strict=True)), "steps": len(group),
-                     "recorded_cost_usd": rec_cost, "simulated_cost_usd": sim_cost,
-                     "cost_error": err(sim_cost, rec_cost),
-                     "recorded_input_cost_usd": rec_input, "simulated_input_cost_usd": sim_input,
-                     "input_cost_error": err(sim_input, rec_input),
-                     "recorded_cache_read": rec_read, "simulated_cache_read": sim_read,
-                     "read_error": err(sim_read, rec_read),
-                     "recorded_cache_write": rec_write, "simulated_cache_write": sim_write,
-                     "write_error": err(sim_write, rec_write)})
+        rows.append(
+            {
+                **dict(zip(KEYS, keys, strict=True)),
+                "steps": len(group),
+                "recorded_cost_usd": rec_cost,
+                "simulated_cost_usd": sim_cost,
+                "cost_error": err(sim_cost, rec_cost),
+                "recorded_input_cost_usd": rec_input,
+                "simulated_input_cost_usd": sim_input,
+                "input_cost_error": err(sim_input, rec_input),
+                "recorded_cache_read": rec_read,
+                "simulated_cache_read": sim_read,
+                "read_error": err(sim_read, rec_read),
+                "recorded_cache_write": rec_write,
+                "simulated_cache_write": sim_write,
+                "write_error": err(sim_write, rec_write),
+            }
+        )
     return pd.DataFrame(rows)
