@@ -70,9 +70,7 @@ yesterday, parser: 1 of 4 present, below 60 %) → ``dropped_recall`` = 1/5 = 0.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -80,9 +78,10 @@ import pandas as pd
 from ..memory.template import SECTION_HEADINGS
 from ..replay.engine import strip_recorded_compactions
 from ..summarize.prompt import SUMMARY_SECTIONS
-from ..transcript.model import Block, Record, Session
+from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from ._common import KEYS, as_list, ensure_keys, session_map, share
+from .facts import DIRECTIVE_KINDS, Fact, FactIndex, extract_facts, render_record
 
 __all__ = [
     "COMPACT_SECTIONS",
@@ -101,244 +100,6 @@ __all__ = [
 #: Claude Code's compact-summary sections (docs §5.2) and session-memory sections (docs §1.1).
 COMPACT_SECTIONS = SUMMARY_SECTIONS
 MEMORY_SECTIONS = tuple(heading.removeprefix("# ") for heading in SECTION_HEADINGS)
-
-DIRECTIVE_KINDS = frozenset({"directive", "correction"})
-DIRECTIVE_THRESHOLD = 0.6
-MAX_FACTS_PER_BLOCK = 50
-
-_PATH = re.compile(r"(?<![\w@])(?:~|\.{1,2})?/?(?:[\w@+\-.]+/)+[\w@+\-]+\.[A-Za-z0-9]{1,8}\b")
-_ATOM = re.compile(r"[\w][\w.\-/]*[\w]|\w")
-_WORD = re.compile(r"[a-z][a-z0-9_']{3,}")
-_DEF = re.compile(
-    r"\b(?:def|defp|defmacro|defmodule|class|function|func|fn|interface|struct|enum|trait|impl)\s+([A-Za-z_][\w.]*[\w])"
-)
-_BACKTICK = re.compile(r"`([A-Za-z_][\w.:/]*[\w])(?:\([^`]*\))?`")
-_NAMED = re.compile(r"\b([a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9]|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b")
-_NUMBER = re.compile(
-    r"\b(\d+(?:[.,]\d+)?)\s?(ms|s|sec|seconds|minutes|min|mb|kb|gb|k|%|tokens|tests?|passed|failed|failures?"
-    r"|errors?|warnings?|lines|files|bytes)(?![\w])",
-    re.IGNORECASE,
-)
-_SHA = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-_URL = re.compile(r"https?://[^\s<>()\"'`\]]+")
-_ISSUE = re.compile(r"(?<![\w&])#\d{2,}\b")
-_ERROR_LINE = re.compile(
-    r"^(?:\*\* \()?(?:[\w.]*(?:Error|Exception)\b|error\b|ERROR\b|Traceback|FAILED|FAIL\b|panic|fatal)"
-    r"|\b(?:[Ee]rror|ERROR):"
-)
-_GUTTER = re.compile(r"^[\s\d│|>:.\-─└├┌→]*")
-_TAGGED = re.compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>.*?</\1>", re.DOTALL)
-_CORRECTION = re.compile(
-    r"(?:^|\b)(?:no[,.!]|nope|don'?t|do not|doesn'?t|instead|wrong|stop|never|not that|actually|revert|undo)\b",
-    re.IGNORECASE,
-)
-_SPACE = re.compile(r"\s+")
-_STOP_WORDS = (
-    "that this with from have will would should could there their them then than what when where "
-    "which while about into your you're just like also make sure please want need some more other "
-    "only each very been were does done here they these those being because after before over under "
-    "again let's it's i'm can't don't "
-)
-_STOP = frozenset(_STOP_WORDS.split())
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One fact: its kind, the key that must survive, a readable text, the records it came from."""
-
-    kind: str
-    key: str
-    text: str
-    uuids: frozenset[str]
-    words: tuple[str, ...] = ()
-
-
-def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
-
-
-def _path_key(path: str) -> str:
-    parts = [p for p in path.rstrip("/.,:;").split("/") if p and p not in (".", "..", "~")]
-    return "/".join(parts[-2:])
-
-
-def _path_suffixes(atom: str) -> Iterable[str]:
-    parts = [p for p in atom.split("/") if p]
-    for k in range(1, min(len(parts), 2) + 1):
-        yield "/".join(parts[-k:])
-
-
-def _content_words(text: str) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if word not in _STOP:
-            seen.setdefault(word, None)
-    return tuple(seen)[:30]
-
-
-def _command_keys(command: str) -> list[str]:
-    first = command.strip().splitlines()[0] if command.strip() else ""
-    keys = []
-    for part in re.split(r"&&|\|\||;|\|", first):
-        words = part.strip().split()
-        if not words or words[0] in ("cd", "echo", "true", "false", "export", "set"):
-            continue
-        keys.append(" ".join(words[:3]))
-    return keys
-
-
-def _error_key(line: str) -> str:
-    return _norm(_GUTTER.sub("", line))[:60]
-
-
-def _user_text(record: Record) -> str:
-    if record.kind != "user" or record.is_meta or record.is_compact_summary:
-        return ""
-    text = "\n".join(b.text for b in record.blocks if b.kind == "text")
-    text = _TAGGED.sub(" ", text).strip()
-    if not text or text.startswith("[Request interrupted") or text.startswith("Caveat:"):
-        return ""
-    return text
-
-
-def _input_text(value: Any) -> str:
-    """String values of a tool input, newline-joined (no JSON escaping)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return "\n".join(_input_text(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return "\n".join(_input_text(v) for v in value)
-    return ""
-
-
-def _render(record: Record, *, results: bool = True) -> str:
-    """All text of a record as the fact extractors and the presence index read it."""
-    parts: list[str] = []
-    for block in record.blocks:
-        if block.kind in ("text", "thinking"):
-            parts.append(block.text)
-        elif block.kind in ("tool_use", "server_tool_use"):
-            parts.append(f"{block.name or ''}\n{_input_text(block.input)}")
-        elif block.kind == "tool_result" and results:
-            parts.append(block.result_text())
-    return "\n".join(p for p in parts if p)
-
-
-def _text_facts(text: str, *, prose: bool) -> list[tuple[str, str, str]]:
-    """(kind, key, text) facts found in free text; ``prose`` adds the looser symbol patterns."""
-    found: list[tuple[str, str, str]] = []
-    for m in _PATH.findall(text)[:MAX_FACTS_PER_BLOCK]:
-        key = _path_key(m)
-        if "/" in key:
-            found.append(("path", key, m))
-    for m in _DEF.findall(text)[:MAX_FACTS_PER_BLOCK]:
-        found.append(("symbol", m, m))
-    if prose:
-        for m in _BACKTICK.findall(text)[:MAX_FACTS_PER_BLOCK]:
-            if "/" not in m and len(m) >= 3:
-                found.append(("symbol", m, m))
-        for m in _NAMED.findall(text)[:MAX_FACTS_PER_BLOCK]:
-            if len(m) >= 5:
-                found.append(("symbol", m, m))
-    for number, unit in _NUMBER.findall(text)[:MAX_FACTS_PER_BLOCK]:
-        found.append(("number", f"{number}{unit.lower()}", f"{number} {unit}"))
-    for pattern in (_UUID, _SHA, _URL, _ISSUE):
-        for m in pattern.findall(text)[:MAX_FACTS_PER_BLOCK]:
-            found.append(("identifier", m.rstrip(".,;:"), m))
-    return found
-
-
-def _record_facts(record: Record) -> list[tuple[str, str, str, tuple[str, ...]]]:
-    facts: list[tuple[str, str, str, tuple[str, ...]]] = []
-    if record.kind not in ("user", "assistant"):
-        return facts
-    user = _user_text(record)
-    if user:
-        words = _content_words(user)
-        if words:
-            kind = "correction" if _CORRECTION.search(user) else "directive"
-            facts.append((kind, _norm(user)[:200], _norm(user)[:200], words))
-    for block in record.blocks:
-        facts.extend((*f, ()) for f in _block_facts(record, block))
-    return facts
-
-
-def _block_facts(record: Record, block: Block) -> list[tuple[str, str, str]]:
-    out: list[tuple[str, str, str]] = []
-    if block.kind in ("text", "thinking"):
-        if record.kind == "user" and not _user_text(record):
-            return _text_facts(block.text, prose=False)
-        return _text_facts(block.text, prose=True)
-    if block.kind in ("tool_use", "server_tool_use"):
-        data = block.input if isinstance(block.input, Mapping) else {}
-        for field in ("file_path", "path", "notebook_path"):
-            value = data.get(field)
-            if isinstance(value, str) and value:
-                out.append(("path", _path_key(value), value))
-        command = data.get("command")
-        if isinstance(command, str):
-            out.extend(("command", key, key) for key in _command_keys(command))
-        pattern = data.get("pattern")
-        if isinstance(pattern, str) and re.fullmatch(r"[A-Za-z_][\w.]{3,}", pattern):
-            out.append(("symbol", pattern, pattern))
-        out.extend(_text_facts(_input_text(data), prose=False))
-        return out
-    if block.kind == "tool_result":
-        text = block.result_text()
-        lines = [line for line in text.splitlines() if line.strip()]
-        errors = [lines[0]] if block.is_error and lines else []
-        errors += [line for line in lines if _ERROR_LINE.search(_GUTTER.sub("", line))][:3]
-        for line in errors:
-            key = _error_key(line)
-            if len(key) >= 8:
-                out.append(("error", key, line.strip()[:200]))
-        out.extend(_text_facts(text, prose=False))
-    return out
-
-
-def extract_facts(records: Sequence[Record]) -> list[Fact]:
-    """Facts in ``records``, one per (kind, key), each with the uuids of every record it occurs in."""
-    merged: dict[tuple[str, str], list[Any]] = {}
-    for record in records:
-        for kind, key, text, words in _record_facts(record):
-            if not key:
-                continue
-            entry = merged.setdefault((kind, key), [text, set(), words])
-            if record.uuid is not None:
-                entry[1].add(record.uuid)
-    return [Fact(kind, key, text, frozenset(uuids), words) for (kind, key), (text, uuids, words) in merged.items()]
-
-
-class FactIndex:
-    """What a text contains, in the form `Fact` keys are checked against."""
-
-    def __init__(self, texts: Iterable[str]):
-        text = "\n".join(t for t in texts if t)
-        self.flat = _norm(text)
-        self.atoms: set[str] = set()
-        for atom in _ATOM.findall(text):
-            atom = atom.rstrip(".-/")
-            self.atoms.add(atom)
-            if "/" in atom:
-                self.atoms.update(_path_suffixes(atom))
-            if "." in atom:
-                self.atoms.update(atom.split("."))
-        self.atoms.update(_path_key(m) for m in _PATH.findall(text))
-        self.atoms.update(f"{n}{u.lower()}" for n, u in _NUMBER.findall(text))
-        self.atoms.update(m.rstrip(".,;:") for m in _URL.findall(text))
-        self.atoms.update(_ISSUE.findall(text))
-        self.words = set(_WORD.findall(text.lower()))
-
-    def __contains__(self, fact: Fact) -> bool:
-        if fact.kind in DIRECTIVE_KINDS:
-            if not fact.words:
-                return True
-            return sum(w in self.words for w in fact.words) / len(fact.words) >= DIRECTIVE_THRESHOLD
-        if fact.kind in ("command", "error"):
-            return fact.key in self.flat
-        return fact.key in self.atoms
 
 
 def section_coverage(text: str | None) -> dict[str, Any]:
@@ -360,9 +121,7 @@ def section_coverage(text: str | None) -> dict[str, Any]:
     }
 
 
-def score_compaction(
-    facts: Sequence[Fact], dropped: set[str], context: FactIndex, future: FactIndex
-) -> dict[str, Any]:
+def score_compaction(facts: Sequence[Fact], dropped: set[str], context: FactIndex, future: FactIndex) -> dict[str, Any]:
     """Counts and recalls for one compaction: ``dropped`` uuids, the compacted ``context``, the ``future``."""
     lost = [f for f in facts if f.uuids & dropped]
     present = [f in context for f in lost]
@@ -390,7 +149,7 @@ def score_compaction(
 
 
 def _future_index(records: Sequence[Record], start: int) -> FactIndex:
-    return FactIndex(_render(r) for r in records[start:] if r.kind == "assistant")
+    return FactIndex(render_record(r) for r in records[start:] if r.kind == "assistant")
 
 
 def _session_facts(records: Sequence[Record]) -> list[Fact]:
@@ -444,7 +203,7 @@ def fidelity_events(session: Session, events: pd.DataFrame | Sequence[Mapping[st
             if isinstance(text, str) and text:
                 summary = text
             kept = [r for r in history if r.uuid is None or r.uuid not in dropped_so_far]
-            context = FactIndex([summary or "", *(_render(r) for r in kept)])
+            context = FactIndex([summary or "", *(render_record(r) for r in kept)])
             score = score_compaction(facts, new, context, _future_index(records, point))
             rows.append(
                 {
@@ -460,28 +219,40 @@ def fidelity_events(session: Session, events: pd.DataFrame | Sequence[Mapping[st
     return pd.DataFrame(rows)
 
 
-def fidelity_sessions(
-    per_event: pd.DataFrame, steps: pd.DataFrame | None = None
-) -> pd.DataFrame:
+def fidelity_sessions(per_event: pd.DataFrame, steps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per session × strategy × config_hash: recalls pooled over events (1.0 where nothing was dropped).
 
     ``steps`` (optional) lists the session × strategy cells that had no event at all, so they appear
     with 1.0 too.
     """
-    columns = [*KEYS, "compactions", "dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept",
-               "dropped_recall", "needed_recall", "summary_tokens", "section_coverage"]
+    columns = [
+        *KEYS,
+        "compactions",
+        "dropped_facts",
+        "dropped_facts_kept",
+        "needed_facts",
+        "needed_facts_kept",
+        "dropped_recall",
+        "needed_recall",
+        "summary_tokens",
+        "section_coverage",
+    ]
     if per_event is None or per_event.empty:
         out = pd.DataFrame(columns=columns)
     else:
-        out = per_event.groupby(KEYS, sort=True).agg(
-            compactions=("event", "size"),
-            dropped_facts=("dropped_facts", "sum"),
-            dropped_facts_kept=("dropped_facts_kept", "sum"),
-            needed_facts=("needed_facts", "sum"),
-            needed_facts_kept=("needed_facts_kept", "sum"),
-            summary_tokens=("summary_tokens", "mean"),
-            section_coverage=("section_coverage", "mean"),
-        ).reset_index()
+        out = (
+            per_event.groupby(KEYS, sort=True)
+            .agg(
+                compactions=("event", "size"),
+                dropped_facts=("dropped_facts", "sum"),
+                dropped_facts_kept=("dropped_facts_kept", "sum"),
+                needed_facts=("needed_facts", "sum"),
+                needed_facts_kept=("needed_facts_kept", "sum"),
+                summary_tokens=("summary_tokens", "mean"),
+                section_coverage=("section_coverage", "mean"),
+            )
+            .reset_index()
+        )
         out["dropped_recall"] = share(out["dropped_facts_kept"], out["dropped_facts"], 1.0)
         out["needed_recall"] = share(out["needed_facts_kept"], out["needed_facts"], 1.0)
         out = out[columns]
@@ -500,7 +271,8 @@ def fidelity(sessions: Iterable[Session] | Mapping[str, Session], events: pd.Dat
     by_id = session_map(sessions)
     frames = [
         fidelity_events(by_id[sid], events[events["session_id"] == sid])
-        for sid in sorted(set(events.get("session_id", pd.Series(dtype=object)))) if sid in by_id
+        for sid in sorted(set(events.get("session_id", pd.Series(dtype=object))))
+        if sid in by_id
     ]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -533,15 +305,17 @@ def reference_fidelity(sessions: Iterable[Session]) -> pd.DataFrame:
             continue
         facts = _session_facts(records)
         calls = api_calls(records)
-        children = sorted(acompact.get(session.session_id or session.id, []),
-                          key=lambda s: min((r.timestamp or "" for r in s.records), default=""))
+        children = sorted(
+            acompact.get(session.session_id or session.id, []),
+            key=lambda s: min((r.timestamp or "" for r in s.records), default=""),
+        )
         previous = 0
         for number, cut in enumerate(boundaries):
             point = next((c.first for c in calls if c.first > cut), len(records))
             dropped = {r.uuid for r in records[previous:cut] if r.uuid is not None}
             between = records[cut + 1 : point]
             summary = next((r.text for r in between if r.is_compact_summary), "")
-            others = [_render(r) for r in between if not r.is_compact_summary]
+            others = [render_record(r) for r in between if not r.is_compact_summary]
             future = _future_index(records, point)
             candidates = [("compact-summary", summary, session.id)]
             if number < len(children):
