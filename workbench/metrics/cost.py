@@ -46,12 +46,9 @@ recorded| / recorded dollars per session (``none`` only on sessions without reco
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from importlib import resources
 from typing import Any, Literal
 
 import pandas as pd
@@ -62,6 +59,7 @@ from ..tokens.context import prompt_tokens
 from ..transcript.model import Session
 from ..transcript.steps import api_calls
 from ._common import KEYS, as_list, ensure_keys, session_map
+from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, price_for, price_or_none
 
 __all__ = [
     "Price",
@@ -78,71 +76,6 @@ __all__ = [
 
 TTL_5M = 300.0
 TTL_1H = 3600.0
-DEFAULT_MODEL = "claude-opus-4-6"
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens."""
-
-    model: str
-    input: float
-    cache_write_5m: float
-    cache_write_1h: float
-    cache_read: float
-    output: float
-    certain: bool = True
-
-
-def load_pricing(path: str | None = None) -> dict[str, Price]:
-    """The pricing table (package data unless ``path`` is given), by model id."""
-    if path is None:
-        text = resources.files("workbench").joinpath("data/pricing.csv").read_text(encoding="utf-8")
-    else:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    table = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines))):
-        table[row["model"]] = Price(
-            row["model"],
-            float(row["input"]),
-            float(row["cache_write_5m"]),
-            float(row["cache_write_1h"]),
-            float(row["cache_read"]),
-            float(row["output"]),
-            row.get("certain", "yes").strip() == "yes",
-        )
-    return table
-
-
-def price_for(model: str | None, pricing: Mapping[str, Price] | None = None, default: str = DEFAULT_MODEL) -> Price:
-    """Exact model match, else the same family without a date suffix, else ``default``."""
-    table = pricing or load_pricing()
-    return known_price(model, table) or table[default]
-
-
-def known_price(model: Any, pricing: Mapping[str, Price]) -> Price | None:
-    """The price of a *named* model (exact, then family without date suffix); None when the model is
-    not in the table (e.g. a GPT model in a SWE-agent trajectory) or unnamed."""
-    if not isinstance(model, str) or not model:  # formats without a model name (NaN in frames)
-        return None
-    if model in pricing:
-        return pricing[model]
-    stem = model.split("[")[0].rstrip("-0123456789")
-    for name, price in pricing.items():
-        if name.startswith(stem) or name.rstrip("-0123456789") == stem:
-            return price
-    return None
-
-
-def _price_or_none(model: Any, pricing: Mapping[str, Price], default: str) -> Price | None:
-    """No model name: the default model's price (Claude Code transcripts name theirs; an unnamed call is
-    priced like the session). A named model that is not priced: None, so the cost is "not available"
-    (NaN), never a made-up number."""
-    if not isinstance(model, str) or not model:
-        return pricing[default]
-    return known_price(model, pricing)
 
 
 @dataclass(frozen=True)
@@ -268,7 +201,7 @@ def simulate_cache(
 
 def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: str) -> pd.Series:
     def dollars(row: Mapping[str, Any]) -> float:
-        price = _price_or_none(row["model"], pricing, default)
+        price = price_or_none(row["model"], pricing, default)
         if price is None:
             return float("nan")
         write = price.cache_write_1h if row["ttl"] == "1h" else price.cache_write_5m
@@ -334,7 +267,7 @@ def _summarizer_rows(
         read = max(int(before) - (int(after) - summary_tokens), 0)
         session = sessions.get(event["session_id"])
         model = session.models[0] if session is not None and session.models else None
-        price = _price_or_none(model, pricing, default)
+        price = price_or_none(model, pricing, default)
         if price is None:
             continue
         rate = price.cache_read if summarizer_input == "cache_read" else price.input
