@@ -24,7 +24,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..memory.extractor import (
+from ..memory.extractor import workflow_items
+from ..memory.facts import (
     SessionFacts,
     clip,
     collect_facts,
@@ -32,7 +33,6 @@ from ..memory.extractor import (
     first_error_line,
     is_correction,
     one_line,
-    workflow_items,
 )
 from ..transcript.model import Record
 from .prompt import SUMMARY_SECTIONS
