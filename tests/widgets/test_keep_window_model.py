@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.api.invariants import adjust_to_api_invariants
+from workbench.api.invariants import adjust_to_api_invariants, explain_adjustment
 from workbench.api.study import keep_window_cuts
 from workbench.transcript.model import Block, Record, Session
 from workbench.widgets import (
@@ -15,7 +15,6 @@ from workbench.widgets import (
     render_overview,
     render_zoom,
 )
-from workbench.widgets._keep_window import _adjust_steps
 
 
 def _user(uuid: str, text: str) -> Record:
@@ -69,7 +68,8 @@ def split_thinking_then_tool_use() -> Session:
 
 def test_adjust_steps_names_the_split_response() -> None:
     records = list(split_thinking_then_tool_use().records)
-    pair_start, start, moves = _adjust_steps(records, 2)
+    adjustment = explain_adjustment(records, 2)
+    pair_start, start, moves = adjustment.pair_start, adjustment.start, adjustment.moves
     assert (pair_start, start) == (2, 1)
     assert start == adjust_to_api_invariants(records, 2)
     assert [(m.kind, m.key, m.dropped, m.kept) for m in moves] == [("split_response", "msg_A", 1, 2)]
@@ -77,7 +77,8 @@ def test_adjust_steps_names_the_split_response() -> None:
 
 def test_adjust_steps_names_the_tool_pair() -> None:
     records = list(split_thinking_then_tool_use().records)
-    pair_start, start, moves = _adjust_steps(records, 3)
+    adjustment = explain_adjustment(records, 3)
+    pair_start, start, moves = adjustment.pair_start, adjustment.start, adjustment.moves
     assert (pair_start, start) == (2, 1)
     assert [(m.kind, m.key, m.dropped, m.kept) for m in moves] == [
         ("tool_pair", "toolu_1", 2, 3),

@@ -20,13 +20,22 @@ both, so the reference's gap stays visible.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ..transcript.model import Block, Record
 from .normalize import is_sent, normalize
 from .validate import validate
 
-__all__ = ["SUMMARY_TEXT", "adjust_for_thinking", "adjust_to_api_invariants", "summary_record"]
+__all__ = [
+    "SUMMARY_TEXT",
+    "Adjustment",
+    "Move",
+    "adjust_for_thinking",
+    "adjust_to_api_invariants",
+    "explain_adjustment",
+    "summary_record",
+]
 
 
 def adjust_to_api_invariants(records: Sequence[Record], start: int) -> int:
@@ -39,12 +48,61 @@ def adjust_to_api_invariants(records: Sequence[Record], start: int) -> int:
     Returns:
         The index from which records can be kept without breaking tool pairing or split responses.
     """
+    return explain_adjustment(records, start).start
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One pull of the start by the API-invariant adjustment (docs §2.5).
+
+    ``kind`` is ``"tool_pair"`` (step 1: a kept tool_result needs its tool_use) or ``"split_response"``
+    (step 2: an earlier record shares a ``message.id`` with a kept assistant record). ``dropped`` is the
+    record that pulled the start back to itself, ``kept`` the already-kept record it belongs with.
+    """
+
+    kind: Literal["tool_pair", "split_response"]
+    key: str
+    dropped: int
+    kept: int
+
+    def describe(self) -> str:
+        if self.kind == "tool_pair":
+            return f"tool pair {self.key}: kept tool_result in #{self.kept} needs its tool_use in #{self.dropped}"
+        return f"split response message.id {self.key}: #{self.dropped} and kept #{self.kept} are one streamed response"
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """`adjust_to_api_invariants` with its reasons: the start after step 1 (tool pairs) and after step 2
+    (same-``message.id`` siblings), and every record that pulled the start back."""
+
+    pair_start: int
+    start: int
+    moves: tuple[Move, ...]
+
+
+def explain_adjustment(records: Sequence[Record], start: int) -> Adjustment:
+    """Claude Code's two-step adjustment (docs §2.5), remembering which record pulled the start.
+
+    Step 1: every tool_result kept in ``[start, end)`` whose tool_use is not kept pulls the start back to
+    the assistant record holding it (all kept records' results count, not just the first's: streaming
+    splits). Step 2: every earlier assistant record sharing a ``message.id`` with a kept assistant record
+    pulls it back further (the set is not extended during the walk). A start of 0 or past the end is
+    returned unchanged: keeping nothing is not adjusted.
+    """
     if start <= 0 or start >= len(records):
-        return start
-    kept = records[start:]
-    result_ids = {i for r in kept if r.kind == "user" and not r.string_content for i in r.tool_result_ids()}
-    use_ids = {i for r in kept if r.kind == "assistant" for i in r.tool_use_ids()}
-    needed = result_ids - use_ids
+        return Adjustment(start, start, ())
+    moves: list[Move] = []
+    result_at: dict[str, int] = {}
+    use_ids: set[str] = set()
+    for i in range(start, len(records)):
+        record = records[i]
+        if record.kind == "user" and not record.string_content:
+            for tool_id in record.tool_result_ids():
+                result_at.setdefault(tool_id, i)
+        elif record.kind == "assistant":
+            use_ids.update(record.tool_use_ids())
+    needed = set(result_at) - use_ids
     adjusted = start
     i = start - 1
     while needed and i >= 0:
@@ -54,13 +112,22 @@ def adjust_to_api_invariants(records: Sequence[Record], start: int) -> int:
             if found:
                 adjusted = i
                 needed -= found
+                moves.extend(Move("tool_pair", tool_id, i, result_at[tool_id]) for tool_id in sorted(found))
         i -= 1
-    message_ids = {r.message_id for r in records[adjusted:] if r.kind == "assistant" and r.message_id is not None}
-    for i in range(adjusted - 1, -1, -1):
-        record = records[i]
-        if record.kind == "assistant" and record.message_id in message_ids:
-            adjusted = i
-    return adjusted
+    pair_start = adjusted
+    first_kept: dict[str, int] = {}
+    for j in range(pair_start, len(records)):
+        record = records[j]
+        if record.kind == "assistant" and record.message_id is not None:
+            first_kept.setdefault(record.message_id, j)
+    pulled: dict[str, int] = {}
+    for j in range(pair_start - 1, -1, -1):
+        record = records[j]
+        if record.kind == "assistant" and record.message_id in first_kept:
+            adjusted = j
+            pulled[record.message_id] = j
+    moves.extend(Move("split_response", mid, j, first_kept[mid]) for mid, j in pulled.items())
+    return Adjustment(pair_start, adjusted, tuple(moves))
 
 
 # ---------------------------------------------------------------- thinking-aware extension (not in Claude Code)

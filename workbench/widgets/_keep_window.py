@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Literal
 
+from ..api.invariants import Move, explain_adjustment
 from ..api.study import cut_request
 from ..api.validate import Violation, original_thinking_blocks, validate
 from ..memory.trigger import ExtractionTrigger
@@ -33,26 +34,6 @@ from ..transcript.steps import ApiCall, api_calls
 __all__ = ["KeepWindowState", "Move", "SessionIndex", "keep_window_model"]
 
 Summarized = Literal["trigger", "unset"]
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """One pull of the start by the API-invariant adjustment (docs §2.5).
-
-    ``kind`` is ``"tool_pair"`` (step 1: a kept tool_result needs its tool_use) or ``"split_response"``
-    (step 2: an earlier record shares a ``message.id`` with a kept assistant record). ``dropped`` is the
-    record that pulled the start back to itself, ``kept`` the already-kept record it belongs with.
-    """
-
-    kind: Literal["tool_pair", "split_response"]
-    key: str
-    dropped: int
-    kept: int
-
-    def describe(self) -> str:
-        if self.kind == "tool_pair":
-            return f"tool pair {self.key}: kept tool_result in #{self.kept} needs its tool_use in #{self.dropped}"
-        return f"split response message.id {self.key}: #{self.dropped} and kept #{self.kept} are one streamed response"
 
 
 @dataclass(frozen=True)
@@ -221,52 +202,6 @@ class KeepWindowState:
         return "; ".join(parts)
 
 
-def _adjust_steps(records: Sequence[Record], start: int) -> tuple[int, int, tuple[Move, ...]]:
-    """`adjust_to_api_invariants` (docs §2.5) step by step, remembering which record pulled the start.
-
-    Returns ``(after step 1, after step 2, moves)``; indices are into ``records``. Mirrors the reference
-    loop exactly (the model checks the result against it).
-    """
-    if start <= 0 or start >= len(records):
-        return start, start, ()
-    moves: list[Move] = []
-    result_at: dict[str, int] = {}
-    use_ids: set[str] = set()
-    for i in range(start, len(records)):
-        record = records[i]
-        if record.kind == "user" and not record.string_content:
-            for tool_id in record.tool_result_ids():
-                result_at.setdefault(tool_id, i)
-        elif record.kind == "assistant":
-            use_ids.update(record.tool_use_ids())
-    needed = set(result_at) - use_ids
-    adjusted = start
-    i = start - 1
-    while needed and i >= 0:
-        record = records[i]
-        if record.kind == "assistant":
-            found = needed.intersection(record.tool_use_ids())
-            if found:
-                adjusted = i
-                needed -= found
-                moves.extend(Move("tool_pair", tool_id, i, result_at[tool_id]) for tool_id in sorted(found))
-        i -= 1
-    pair_start = adjusted
-    first_kept: dict[str, int] = {}
-    for j in range(pair_start, len(records)):
-        record = records[j]
-        if record.kind == "assistant" and record.message_id is not None:
-            first_kept.setdefault(record.message_id, j)
-    pulled: dict[str, int] = {}
-    for j in range(pair_start - 1, -1, -1):
-        record = records[j]
-        if record.kind == "assistant" and record.message_id in first_kept:
-            adjusted = j
-            pulled[record.message_id] = j
-    moves.extend(Move("split_response", mid, j, first_kept[mid]) for mid, j in pulled.items())
-    return pair_start, adjusted, tuple(moves)
-
-
 def _split_ids(records: Sequence[Record], floor: int, cut: int, end: int) -> tuple[str, ...]:
     """``message.id``s of assistant records on both sides of ``cut`` within ``[floor, end)``."""
     if cut <= floor or cut >= end:
@@ -353,11 +288,8 @@ def keep_window_model(
         max_tokens=max_tokens,
         counts=index.counts[offset:end],
     )
-    pair_start, start, moves = _adjust_steps(messages, window.naive_start)
-    if start != window.start:  # the step-wise reproduction must agree with the reference function
-        raise RuntimeError(
-            f"step-wise adjustment {start} != adjust_to_api_invariants {window.start} ({index.session_id} step {step})"
-        )
+    explained = explain_adjustment(messages, window.naive_start)
+    pair_start, start, moves = explained.pair_start, explained.start, explained.moves
     naive = offset + window.naive_start
     adjusted = offset + start
     shifted = tuple(Move(m.kind, m.key, m.dropped + offset, m.kept + offset) for m in moves)
