@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from conftest import COUNT_PATH, FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
+from fake_anthropic import COUNT_PATH, FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
 from online_records import session, user
 
 from workbench.cache import cache_root

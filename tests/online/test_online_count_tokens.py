@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import COUNT_PATH, FAKE_KEY, FakeAnthropic, sent_key
+from fake_anthropic import COUNT_PATH, FAKE_KEY, FakeAnthropic, sent_key
 from online_records import assistant, call, result, say, session, user
 
 from workbench.online import CountTokensEstimator, RetryPolicy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
+from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
 from online_records import CWD, SESSION, session, user
 
 from workbench.memory.extractor import MemoryExtractor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import FAKE_KEY, MESSAGES_PATH
+from fake_anthropic import FAKE_KEY, MESSAGES_PATH
 
 from workbench.replay import replay_session
 from workbench.strategies import create

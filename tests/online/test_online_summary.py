@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
+from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
 from online_records import CWD, assistant, call, result, session, user
 
 from workbench.online import OnlineSummarizer, OnlineSummaryError, ResponseCache, RetryPolicy
