@@ -115,11 +115,14 @@ def tokens(
     summary = calibration_summary(frame)
     boundaries = boundary_table(sessions)
     data = {
+        "note": None
+        if len(frame)
+        else "no API call with recorded usage in these sessions: nothing to calibrate against",
         "sessions": len(sessions),
         "estimators": summary.to_dict(orient="records"),
         "boundaries": boundaries.to_dict(orient="records"),
     }
-    human = summary.to_string(index=False)
+    human = summary.to_string(index=False) if len(frame) else str(data["note"])
     if not boundaries.empty:
         human += "\n\nrecorded compact boundaries (preTokens vs estimate just before):\n" + boundaries.to_string(
             index=False
@@ -329,10 +332,29 @@ register_sweep(app)
 
 
 def main() -> None:
+    """Entry point. An unexpected error prints one line (set ``WORKBENCH_DEBUG=1`` for the traceback)."""
+    import os
+
     try:
-        app()
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except BrokenPipeError:
         sys.exit(0)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # click usage errors: bad options, arguments
+            exc.show()
+            sys.exit(exc.exit_code)
+        if os.environ.get("WORKBENCH_DEBUG"):
+            raise
+        typer.echo(
+            f"error: {type(exc).__name__}: {exc} (internal error; WORKBENCH_DEBUG=1 shows the traceback)", err=True
+        )
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,8 @@ def write_manifest(
 def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
     """All runs under ``results_dir``: concatenated ``(steps, events)`` with ``config_hash``, and the runs."""
     root = Path(results_dir)
+    if not any(root.rglob("steps.parquet")):
+        raise FileNotFoundError(f"{root}: no replay results (steps.parquet) below this folder")
     steps_frames, event_frames, runs = [], [], []
     for steps_path in sorted(root.rglob("steps.parquet")):
         folder = steps_path.parent
