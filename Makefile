@@ -24,6 +24,8 @@ check: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_tokens.py
 	$(BIN)/python benchmarks/bench_replay.py
+	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_widgets.py
 
 demo: setup
 	$(BIN)/workbench demo --out results/demo
