@@ -31,6 +31,10 @@ by content hash (`workbench.online.cache.ResponseCache`: same prompt, model and 
    reference answer, optionally the answer given the *full* (uncompacted) context, and the candidate
    answer (`JUDGE_INSTRUCTION`); the judge replies ``{"score": <0..1>, "reason": "..."}``.
 
+Every call is a single user message (no tools, no thinking, no sampling parameters: the installed SDK's
+``messages.create`` takes no ``temperature``); ``max_tokens`` is 4096 / 1024 / 512 for generate / answer /
+judge. Repeatability comes from the cache: the same event, kinds, models and prompts never ask twice.
+
 The context is sent as a transcript in one user message rather than replayed as API messages: recorded
 ``tool_use`` blocks would need tool definitions, and every strategy's context (summary text, kept records,
 cleared tool results) renders the same way, so answers differ only by what the context holds.
@@ -224,7 +228,9 @@ class ProbeSet:
         return self.probes[index]
 
     def to_frame(self) -> pd.DataFrame:
-        rows = [{"probe": i, "kind": p.kind, "question": p.question, "reference": p.reference} for i, p in enumerate(self)]
+        rows = [
+            {"probe": i, "kind": p.kind, "question": p.question, "reference": p.reference} for i, p in enumerate(self)
+        ]
         return pd.DataFrame(rows, columns=["probe", "kind", "question", "reference"])
 
 
@@ -406,24 +412,17 @@ def _parse_grade(text: str) -> Grade:
 # ------------------------------------------------------------------------------------------ API calls
 
 
-def _caller(
-    model: str, client: Any, cache: ResponseCache | bool | None, retry: RetryPolicy | None
-) -> OnlineCaller:
+def _caller(model: str, client: Any, cache: ResponseCache | bool | None, retry: RetryPolicy | None) -> OnlineCaller:
     return OnlineCaller(model, client=client, cache=cache, retry=retry)
 
 
-def _params(
-    model: str, system: str, content: list[dict[str, Any]], max_tokens: int, temperature: float | None
-) -> dict[str, Any]:
-    params: dict[str, Any] = {
+def _params(model: str, system: str, content: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+    return {
         "model": model,
         "max_tokens": max_tokens,
         "system": system,
         "messages": [{"role": "user", "content": content}],
     }
-    if temperature is not None:
-        params["temperature"] = temperature
-    return params
 
 
 def _text(response: Mapping[str, Any]) -> str:
@@ -441,7 +440,6 @@ def generate_probes(
     client: Any = None,
     cache: ResponseCache | bool | None = True,
     retry: RetryPolicy | None = None,
-    temperature: float | None = 0.0,
     include_thinking: bool = False,
 ) -> ProbeSet:
     """Probes about ``records_dropped`` (records, or an already rendered transcript): one cached call.
@@ -472,7 +470,7 @@ def generate_probes(
         kinds=", ".join(kinds),
     )
     content = [{"type": "text", "text": f"<dropped_content>\n{transcript}\n</dropped_content>\n\n{instruction}"}]
-    params = _params(model, GENERATE_SYSTEM, content, GENERATE_MAX_TOKENS, temperature)
+    params = _params(model, GENERATE_SYSTEM, content, GENERATE_MAX_TOKENS)
     response = _caller(model, client, cache, retry)._request(MESSAGES, params)
     text = _text(response)
     probes, errors = _parse_probes(text, kinds, n_per_kind)
@@ -490,7 +488,6 @@ def answer_probes(
     client: Any = None,
     cache: ResponseCache | bool | None = True,
     retry: RetryPolicy | None = None,
-    temperature: float | None = 0.0,
     include_thinking: bool = False,
 ) -> list[Answer]:
     """One answer per probe given the context (``summary`` first, then the records or text): one cached
@@ -504,7 +501,7 @@ def answer_probes(
             {"type": "text", "text": ANSWER_INSTRUCTION.format(question=probe.question)},
         ]
         try:
-            response = caller._request(MESSAGES, _params(model, ANSWER_SYSTEM, content, ANSWER_MAX_TOKENS, temperature))
+            response = caller._request(MESSAGES, _params(model, ANSWER_SYSTEM, content, ANSWER_MAX_TOKENS))
         except OnlineAPIError as err:
             answers.append(Answer(None, error=f"answer call failed: {err.message}"))
             continue
@@ -528,7 +525,6 @@ def grade(
     client: Any = None,
     cache: ResponseCache | bool | None = True,
     retry: RetryPolicy | None = None,
-    temperature: float | None = 0.0,
 ) -> list[Grade]:
     """The judge's `Grade` of each answer against the probe's reference (and, when ``full_answers`` are
     given, against the answer given the full context, as the primary reference): one cached call per
@@ -559,7 +555,7 @@ def grade(
             full_hint=full_hint,
             answer=answer,
         )
-        params = _params(model, JUDGE_SYSTEM, [{"type": "text", "text": prompt}], JUDGE_MAX_TOKENS, temperature)
+        params = _params(model, JUDGE_SYSTEM, [{"type": "text", "text": prompt}], JUDGE_MAX_TOKENS)
         try:
             response = caller._request(MESSAGES, params)
         except OnlineAPIError as err:
