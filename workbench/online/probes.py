@@ -49,7 +49,7 @@ measures what compaction lost rather than what the answering model knows.
 **Robust parsing** (`parse_json_reply`): the whole reply, else each fenced block (```json … ```), else the
 first JSON object/array starting anywhere in the text (trailing prose ignored). A reply that still does
 not parse, a missing or non-numeric score, or one outside ``[0, 1]`` is recorded as that probe's
-``error`` (score ``None``, the raw reply kept): never an exception. Probes of an unknown kind or without
+``error`` (score ``None``; `Grade.raw` keeps the reply): never an exception. Probes of an unknown kind or without
 question/reference are skipped and reported in `ProbeSet.errors`. API failures of answer or judge calls
 become that probe's ``error``; a failed generation call raises `OnlineAPIError` from `generate_probes` and
 becomes a single error row in `probe_event`. Error messages are those of `OnlineAPIError` (the API key
@@ -58,9 +58,10 @@ redacted); the frame never holds request headers.
 **Frame** (`probe_event`): one row per probe with ``session_id, strategy, step, event_kind, probe, kind,
 question, reference, answer, full_answer, score, reason, error, model, judge_model``. Events without
 dropped records (nothing to ask about) give an empty frame. Not supported: ``recorded-compact`` events
-(their dropped span is implicit, see `workbench.metrics.fidelity`), and records dropped by an earlier
-compaction of the same replay are not carried into a later event's context (only ``kept_uuids`` and the
-event's ``summary`` are).
+(their dropped span is implicit, see `workbench.metrics.fidelity`: empty frame). The compacted context is
+rebuilt from the event alone (its ``summary`` plus the session records listed in ``kept_uuids``): records a
+strategy *created* earlier (an earlier compaction's summary message, cleared-result stubs) are not in the
+session and so are missing from a later event's context.
 """
 
 from __future__ import annotations
