@@ -139,3 +139,12 @@ def test_thinking_can_be_kept(fake: FakeAnthropic) -> None:
     _summarizer(fake, drop_thinking=False).summarize(records)
     body = fake.calls()[0]["body"]
     assert body["messages"][1]["content"][0]["type"] == "thinking"
+
+
+def test_sampling_parameters_reach_the_api_through_extra_body(fake) -> None:
+    """SDK 2.x's ``messages.create`` names no ``temperature``; it is still sent, in the body."""
+    fake.reply = lambda body: [{"type": "text", "text": "<summary>ok</summary>"}]
+    summarizer = OnlineSummarizer("claude-sonnet-4-6", client=fake.client(), cache=False, temperature=0.2)
+    summarizer.summarize(session())
+    [request] = fake.calls(MESSAGES_PATH)
+    assert request["body"]["temperature"] == 0.2

@@ -208,6 +208,25 @@ def _describe(exc: Exception, client: Any) -> _Failure:
     return _Failure(redact(f"{type(exc).__name__}: {exc}", client), None, type(exc).__name__, None, None)
 
 
+def _split_extra(send: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters the installed SDK's method does not name (e.g. ``temperature`` in SDK 2.x) go to the
+    API through ``extra_body`` instead of failing with a TypeError; the request body is the same."""
+    import inspect
+
+    try:
+        known = inspect.signature(send).parameters
+    except (TypeError, ValueError):
+        return params
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in known.values()):
+        return params
+    extra = {k: v for k, v in params.items() if k not in known}
+    if not extra:
+        return params
+    kept = {k: v for k, v in params.items() if k in known}
+    kept["extra_body"] = {**(params.get("extra_body") or {}), **extra}
+    return kept
+
+
 def call_api(
     client: Any,
     endpoint: str,
@@ -231,6 +250,7 @@ def call_api(
         send = sdk.messages.count_tokens
     else:
         raise ValueError(f"unknown endpoint {endpoint!r}")
+    params = _split_extra(send, params)
     failure: _Failure | None = None
     for attempt in range(1, policy.max_attempts + 1):
         try:
