@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .chat_jsonl import MessageError, ToolIds, record_from_message, session_from_messages
+from .jsonio import unreadable_session
 from .model import Block, Record, Session, Skip
 from .registry import TranscriptError, register
 from .swe_agent import session_from_traj
@@ -361,32 +362,14 @@ class DatasetParquetLoader:
         try:
             table = pq.read_table(path)
         except Exception as exc:  # pyarrow raises several types for damaged files
-            return [
-                Session(
-                    id=path.stem,
-                    records=(),
-                    source=str(path),
-                    format=self.name,
-                    lines=1,
-                    skipped=(Skip(str(path), 1, f"unreadable parquet: {exc}"),),
-                )
-            ]
+            return [unreadable_session(path, self.name, f"unreadable parquet: {exc}")]
         rows = table.to_pylist()
         try:
             if "record_json" in table.column_names:
                 return rows_to_sessions(rows)
             return _foreign_sessions(rows, table.column_names, None, path.stem, str(path))
         except (TranscriptError, KeyError, ValueError, TypeError) as exc:
-            return [
-                Session(
-                    id=path.stem,
-                    records=(),
-                    source=str(path),
-                    format=self.name,
-                    lines=1,
-                    skipped=(Skip(str(path), 1, f"not a transcript dataset: {exc}"),),
-                )
-            ]
+            return [unreadable_session(path, self.name, f"not a transcript dataset: {exc}")]
 
 
 register(DatasetParquetLoader())
