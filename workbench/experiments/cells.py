@@ -178,15 +178,33 @@ def _summary(steps: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, A
 
 
 def run_task(task: CellTask) -> TaskResult:
-    """Replay one session through each of the task's cells (runs inside a worker)."""
-    from ..replay import replay_session
+    """Replay one session through each of the task's cells (runs inside a worker).
+
+    Cells whose strategies decide identically until their first compaction (`prefix_key`) are replayed
+    together by `replay_group`: the shared prefix is computed once. ``elapsed_s`` is the group's time
+    divided among its cells.
+    """
+    from ..replay import replay_group
     from ..strategies import create
+    from ..strategies.base import prefix_key
 
     session = _session(task)
     out = TaskResult()
+    groups: dict[tuple[str, str], list[tuple[Cell, Any]]] = {}
     for cell in task.cells:
+        strategy = create(cell.strategy, dict(cell.config))
+        groups.setdefault((cell.estimator, prefix_key(strategy)), []).append((cell, strategy))
+    results: dict[str, Any] = {}
+    elapsed: dict[str, float] = {}
+    for (estimator, _), members in groups.items():
         started = time.time()
-        result = replay_session(session, create(cell.strategy, dict(cell.config)), estimator=cell.estimator)
+        replays = replay_group(session, [strategy for _, strategy in members], estimator=estimator)
+        share = (time.time() - started) / len(members)
+        for (cell, _), replay in zip(members, replays, strict=True):
+            results[cell.id], elapsed[cell.id] = replay, share
+    for cell in task.cells:
+        result = results[cell.id]
+        started = time.time() - elapsed[cell.id]
         extra = {"cell_id": cell.id, "config_hash": cell.config_hash}
         steps = [{**row, **extra} for row in result.steps]
         events = [{**row, **extra} for row in result.events]
@@ -206,7 +224,7 @@ def run_task(task: CellTask) -> TaskResult:
                 "passed_config_json": canonical_json(dict(cell.passed)),
                 **_summary(result.steps, result.events),
                 "started_at": started,
-                "elapsed_s": time.time() - started,
+                "elapsed_s": elapsed[cell.id],
             }
         )
     return out

@@ -101,7 +101,7 @@ def run_sweep(
     store: str | Path,
     executor: str = "local",
     workers: int | None = None,
-    batch_size: int = 8,
+    batch_size: int = 32,
     progress: bool = True,
     points: Sequence[GridPoint] | None = None,
     plan: SweepPlan | None = None,

@@ -10,6 +10,7 @@ article's fix scopes it per agent).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..transcript.model import Record
 
-__all__ = ["Compaction", "ContextView", "Strategy", "StrategyConfig"]
+__all__ = ["Compaction", "ContextView", "Strategy", "StrategyConfig", "prefix_key"]
 
 
 class StrategyConfig(BaseModel):
@@ -76,6 +77,10 @@ class Strategy:
     unsafe: ClassVar[bool] = False
     #: Which compaction kinds this strategy can emit; the replay engine keeps its records intact.
     strips_recorded: ClassVar[bool] = True
+    #: Config keys (dotted for nested configs) that only shape *what* a compaction keeps or writes, never
+    #: whether or when one happens nor the state before it; `workbench.replay.replay_group` shares the
+    #: replay prefix across configs that differ only in these.
+    compaction_only: ClassVar[frozenset[str]] = frozenset()
     Config: ClassVar[type[StrategyConfig]] = StrategyConfig
 
     def __init__(self, config: StrategyConfig | dict[str, Any] | None = None) -> None:
@@ -102,3 +107,17 @@ class Strategy:
 
 def dropped_uuids(records: Sequence[Record]) -> tuple[str | None, ...]:
     return tuple(r.uuid for r in records)
+
+
+def prefix_key(strategy: Strategy) -> str:
+    """Strategies with equal keys decide identically until their first compaction: same class, same
+    config except the class's ``compaction_only`` keys (dotted paths into nested configs)."""
+    config = strategy.config.model_dump(mode="json")
+    for path in strategy.compaction_only:
+        node = config
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return f"{type(strategy).__module__}.{type(strategy).__qualname__}:{json.dumps(config, sort_keys=True)}"

@@ -193,6 +193,9 @@ class SMCompact(Strategy):
     description = "Claude Code session-memory compaction: memory note + recent window, API-invariant adjusted."
     Config = SMCompactConfig
     adjust = True
+    compaction_only = frozenset(
+        {"min_tokens", "max_tokens", "min_text_block_messages", "thinking_aware", "full_compact"}
+    )
 
     def new_state(self) -> SMState:
         return new_sm_state(self.config)

@@ -1,0 +1,154 @@
+"""Context sizes for the replay engine: the uncompacted size in O(1) per query, the session's
+real-tokens-per-estimated-token ratio, and per-record counts computed only when a strategy asks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import accumulate
+
+from ..tokens.cache import cached_estimator
+from ..tokens.context import get_token_usage, prompt_tokens, usage_tokens
+from ..transcript.model import Record
+from ..transcript.steps import api_calls
+
+__all__ = ["LazyCounts", "UncompactedSize", "session_scale", "strip_recorded_compactions"]
+
+
+def strip_recorded_compactions(records: Sequence[Record]) -> tuple[list[Record], list[tuple[int, Record]]]:
+    """Records without recorded boundaries/summaries, and each boundary with its position in the output."""
+    kept: list[Record] = []
+    boundaries: list[tuple[int, Record]] = []
+    for record in records:
+        if record.is_compact_boundary:
+            boundaries.append((len(kept), record))
+        elif record.is_compact_summary:
+            continue
+        else:
+            kept.append(record)
+    return kept, boundaries
+
+
+class UncompactedSize:
+    """``tokenCountWithEstimation`` over the uncompacted record list in O(1) per query."""
+
+    def __init__(
+        self,
+        records: Sequence[Record],
+        rough: Sequence[int],
+        boundaries: Sequence[tuple[int, Record]],
+    ) -> None:
+        self.prefix = [0, *accumulate(rough)]
+        self.usage_at: list[int | None] = []
+        self.anchor_at: list[int] = []
+        self.segment_at: list[int] = []
+        last: int | None = None
+        anchor = segment = 0
+        for index, record in enumerate(records):
+            if record.is_compact_boundary:
+                segment = index
+            self.segment_at.append(segment)
+            if get_token_usage(record) is not None:
+                if last is None or record.message_id is None or records[last].message_id != record.message_id:
+                    anchor = index
+                last = index
+            self.usage_at.append(last)
+            self.anchor_at.append(anchor)
+        self.records = records
+        self.offsets = self._offsets(boundaries)
+        self.overhead = self._overhead()
+
+    def _overhead(self) -> int:
+        """What the first request measured beyond the rough size of its messages: system prompt, tool
+        definitions, CLAUDE.md (not in transcripts). 0 when the session has no usage."""
+        first = next((i for i, r in enumerate(self.records) if get_token_usage(r) is not None), None)
+        if first is None:
+            return 0
+        while first > 0 and self.records[first - 1].message_id == self.records[first].message_id:
+            first -= 1
+        return max(0, prompt_tokens(get_token_usage(self.records[first]) or {}) - self.prefix[first])
+
+    def _offsets(self, boundaries: Sequence[tuple[int, Record]]) -> list[tuple[int, int]]:
+        """(first index whose usage is post-boundary, tokens the recorded compaction removed)."""
+        out = []
+        for position, boundary in boundaries:
+            pre = boundary.compact_metadata.get("preTokens")
+            first_call = next(
+                (i for i in range(position, len(self.records)) if get_token_usage(self.records[i]) is not None), None
+            )
+            if not isinstance(pre, int) or first_call is None:
+                continue
+            usage = get_token_usage(self.records[first_call]) or {}
+            between = self.prefix[first_call] - self.prefix[position]
+            out.append((first_call, pre + between - prompt_tokens(usage)))
+        return out
+
+    def before(self, index: int) -> int:
+        """Context size just before ``records[index]`` is sent."""
+        if index == 0:
+            return 0
+        last = self.usage_at[index - 1]
+        segment = self.segment_at[index - 1]
+        if last is None or last < segment:  # nothing measured yet in this segment: rough + overhead
+            return self.overhead + self.prefix[index] - self.prefix[segment]
+        anchor = self.anchor_at[index - 1]
+        base = usage_tokens(get_token_usage(self.records[last]) or {})
+        offset = sum(removed for first, removed in self.offsets if last >= first)
+        return base + offset + self.prefix[index] - self.prefix[anchor + 1]
+
+
+def session_scale(
+    records: Sequence[Record],
+    counts: Sequence[int],
+    *,
+    end: int | None = None,
+    bounds: tuple[float, float] = (0.5, 3.0),
+) -> float:
+    """Real tokens per estimated token in this session, from its recorded usage.
+
+    The first API call fixes the overhead transcripts do not record (system prompt, tools):
+    ``overhead = prompt(first) − Σ estimate(before first)``. The ratio is then
+    ``(prompt(last) − overhead) / Σ estimate(before last)`` at the last call before any recorded compact
+    boundary (or before ``end``, where stripped boundaries were), the widest lever, clamped to
+    ``bounds``; 1.0 where the session has no usage.
+    """
+    calls = [c for c in api_calls(records) if c.usage(records) is not None]
+    boundary = next((i for i, r in enumerate(records) if r.is_compact_boundary), len(records))
+    if end is not None:
+        boundary = min(boundary, end)
+    calls = [c for c in calls if c.first < boundary]
+    if len(calls) < 2:
+        return 1.0
+    prefix = [0, *accumulate(counts)]
+    first, last = calls[0], calls[-1]
+    overhead = prompt_tokens(first.usage(records) or {}) - prefix[first.first]
+    grown = prefix[last.first]
+    if grown <= 0:
+        return 1.0
+    ratio = (prompt_tokens(last.usage(records) or {}) - overhead) / grown
+    return min(max(ratio, bounds[0]), bounds[1])
+
+
+class LazyCounts(Sequence[int]):
+    """Per-record counts aligned with a context, computed on first access (then kept)."""
+
+    def __init__(self, items: Sequence[Record], table: dict[int, int], name: str) -> None:
+        self._items, self._table, self._name = items, table, name
+        self._values: tuple[int, ...] | None = None
+
+    def _resolve(self) -> tuple[int, ...]:
+        if self._values is None:
+            missing = [r for r in self._items if id(r) not in self._table]
+            if missing:
+                fresh = cached_estimator(self._name).count_many(missing)
+                self._table.update(zip((id(r) for r in missing), fresh, strict=True))
+            self._values = tuple(self._table[id(r)] for r in self._items)
+        return self._values
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
+        return self._resolve()[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):  # type: ignore[no-untyped-def,override]
+        return iter(self._resolve())
