@@ -25,8 +25,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-GRID = {"min_tokens": [2000, 5000, 10000, 15000, 20000], "max_tokens": [30000, 40000, 60000, 80000, 100000],
-        "min_text_block_messages": [3, 5]}
+GRID = {
+    "min_tokens": [2000, 5000, 10000, 15000, 20000],
+    "max_tokens": [30000, 40000, 60000, 80000, 100000],
+    "min_text_block_messages": [3, 5],
+}
 
 
 def _corpus() -> Path:
@@ -47,20 +50,25 @@ def main() -> None:
     os.environ["WORKBENCH_CACHE_DIR"] = str(tmp / "cache")  # cold token cache for the sweep
     spec = tmp / "bench.yaml"
     grid = "\n".join(f"      {k}: {v}" for k, v in GRID.items())
-    spec.write_text(f"name: bench\ncorpus: [{corpus}]\nmetrics: [savings]\nstrategies:\n  - name: sm-compact\n"
-                    f"    grid:\n{grid}\n", encoding="utf-8")
+    spec.write_text(
+        f"name: bench\ncorpus: [{corpus}]\nmetrics: [savings]\nstrategies:\n  - name: sm-compact\n    grid:\n{grid}\n",
+        encoding="utf-8",
+    )
 
     from workbench.experiments import load_spec, plan_sweep, run_sweep
 
     started = time.perf_counter()
     plan = plan_sweep(load_spec(spec))
-    result = run_sweep(plan.spec, store=tmp / "store", executor="local", workers=args.workers, progress=False,
-                       plan=plan)
+    result = run_sweep(
+        plan.spec, store=tmp / "store", executor="local", workers=args.workers, progress=False, plan=plan
+    )
     sweep_s = time.perf_counter() - started
     cells = result.cells_total
     configs = len(plan.spec.points)
-    print(f"sweep: {cells} cells ({configs} configs × {len(plan.sessions)} sessions), {args.workers} workers: "
-          f"{sweep_s:.2f} s wall = {cells / sweep_s:.1f} cells/s (planning, parsing and cold token counting included)")
+    print(
+        f"sweep: {cells} cells ({configs} configs × {len(plan.sessions)} sessions), {args.workers} workers: "
+        f"{sweep_s:.2f} s wall = {cells / sweep_s:.1f} cells/s (planning, parsing and cold token counting included)"
+    )
 
     from workbench.replay import replay_session
     from workbench.strategies import create
@@ -80,8 +88,10 @@ def main() -> None:
             times.append(time.perf_counter() - t0)
         per_session.append(sum(times) / len(times))
     independent_s = sum(per_session) * configs
-    print(f"independent in-process replays (load + count + replay per cell; measured on {2 * len(plan.sessions)} "
-          f"cells, extrapolated to {cells}): {independent_s:.2f} s -> sweep is {independent_s / sweep_s:.1f}x faster")
+    print(
+        f"independent in-process replays (load + count + replay per cell; measured on {2 * len(plan.sessions)} "
+        f"cells, extrapolated to {cells}): {independent_s:.2f} s -> sweep is {independent_s / sweep_s:.1f}x faster"
+    )
 
     cli_times = []
     sample = rng.sample(plan.cells, min(args.cli_sample, len(plan.cells)))
@@ -90,21 +100,38 @@ def main() -> None:
         for key, value in cell.passed.items():
             sets += ["--set", f"{key}={value}"]
         t0 = time.perf_counter()
-        subprocess.run([str(Path(sys.executable).parent / "workbench"), "replay", str(cell.source), "--strategy",
-                        "sm-compact", *sets, "--json"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "workbench"),
+                "replay",
+                str(cell.source),
+                "--strategy",
+                "sm-compact",
+                *sets,
+                "--json",
+            ],
+            check=True,
+            capture_output=True,
+        )
         cli_times.append(time.perf_counter() - t0)
     cli_s = sum(cli_times) / len(cli_times) * cells
-    print(f"independent CLI runs (`workbench replay FILE --strategy sm-compact --set ...` per cell; measured on "
-          f"{len(cli_times)} cells, extrapolated to {cells}): {cli_s:.1f} s -> sweep is {cli_s / sweep_s:.1f}x faster")
+    print(
+        f"independent CLI runs (`workbench replay FILE --strategy sm-compact --set ...` per cell; measured on "
+        f"{len(cli_times)} cells, extrapolated to {cells}): {cli_s:.1f} s -> sweep is {cli_s / sweep_s:.1f}x faster"
+    )
     started = time.perf_counter()
     inline = run_sweep(plan.spec, store=tmp / "store-inline", executor="inline", progress=False, plan=plan)
     inline_s = time.perf_counter() - started
-    print(f"the same grid with the inline executor (one process, no worker start-up; token cache warm as for the "
-          f"in-process baseline): {inline.cells_computed} cells in {inline_s:.2f} s -> "
-          f"{independent_s / inline_s:.1f}x faster than independent in-process replays")
-    print(f"target >= 10x: in-process {'met' if independent_s / sweep_s >= 10 else 'NOT met'} with the local "
-          f"pool, {'met' if independent_s / inline_s >= 10 else 'NOT met'} inline; "
-          f"CLI {'met' if cli_s / sweep_s >= 10 else 'NOT met'}")
+    print(
+        f"the same grid with the inline executor (one process, no worker start-up; token cache warm as for the "
+        f"in-process baseline): {inline.cells_computed} cells in {inline_s:.2f} s -> "
+        f"{independent_s / inline_s:.1f}x faster than independent in-process replays"
+    )
+    print(
+        f"target >= 10x: in-process {'met' if independent_s / sweep_s >= 10 else 'NOT met'} with the local "
+        f"pool, {'met' if independent_s / inline_s >= 10 else 'NOT met'} inline; "
+        f"CLI {'met' if cli_s / sweep_s >= 10 else 'NOT met'}"
+    )
     print(f"(scratch folder: {tmp})")
 
 

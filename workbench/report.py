@@ -79,15 +79,17 @@ def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, l
         if len(events):
             event_frames.append(events)
         inputs = [str(p if Path(p).is_absolute() else (folder / p).resolve()) for p in manifest.get("inputs", [])]
-        runs.append({
-            "path": str(folder),
-            "strategy": manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None),
-            "config_hash": chash,
-            "config": manifest.get("config"),
-            "inputs": inputs,
-            "sessions": int(steps["session_id"].nunique()) if len(steps) else 0,
-            "steps": len(steps),
-        })
+        runs.append(
+            {
+                "path": str(folder),
+                "strategy": manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None),
+                "config_hash": chash,
+                "config": manifest.get("config"),
+                "inputs": inputs,
+                "sessions": int(steps["session_id"].nunique()) if len(steps) else 0,
+                "steps": len(steps),
+            }
+        )
     steps = pd.concat(steps_frames, ignore_index=True) if steps_frames else pd.DataFrame()
     events = pd.concat(event_frames, ignore_index=True) if event_frames else pd.DataFrame()
     return steps, events, runs
@@ -150,18 +152,28 @@ def report(
     steps, events, runs = load_results(results_dir)
     notes: list[str] = []
     if steps.empty:
-        return {"results_dir": str(results_dir), "runs": runs, "sessions": [], "strategies": [], "reference": [],
-                "calibration": [], "notes": ["no steps.parquet found"]}
+        return {
+            "results_dir": str(results_dir),
+            "runs": runs,
+            "sessions": [],
+            "strategies": [],
+            "reference": [],
+            "calibration": [],
+            "notes": ["no steps.parquet found"],
+        }
     wanted = set(steps["session_id"])
     by_id = session_map(sessions)
     by_id = {k: v for k, v in by_id.items() if k in wanted} if by_id else _load_sessions(runs, wanted)
     missing = wanted - set(by_id)
     if missing:
-        notes.append(f"{len(missing)} of {len(wanted)} sessions not available (pass sessions= or a manifest.json "
-                     "with inputs): their fidelity is None and their cost omits output tokens")
+        notes.append(
+            f"{len(missing)} of {len(wanted)} sessions not available (pass sessions= or a manifest.json "
+            "with inputs): their fidelity is None and their cost omits output tokens"
+        )
     if "none" not in set(steps["strategy"]) and not by_id:
-        notes.append("no `none` run and no sessions: tokens saved by `recorded` are measured against its own "
-                     "compacted context")
+        notes.append(
+            "no `none` run and no sessions: tokens saved by `recorded` are measured against its own compacted context"
+        )
 
     baseline = _baseline(steps, by_id)
     pricing = load_pricing(pricing_path)
@@ -169,20 +181,41 @@ def report(
     valid = validity_sessions(steps, events)
     money = cost_sessions(steps, events, by_id, pricing=pricing, summarizer_input=summarizer_input)  # type: ignore[arg-type]
     table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=KEYS, how="left")
-    table = table.merge(money[[*KEYS, "cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "summarizer_share"]],
-                        on=KEYS, how="left")
+    table = table.merge(
+        money[[*KEYS, "cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "summarizer_share"]], on=KEYS, how="left"
+    )
     if by_id:
         available = steps[steps["session_id"].isin(by_id)]
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
         fid = fidelity_sessions(per_event, available)
         table = table.merge(
-            fid[[*KEYS, "dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept",
-                 "dropped_recall", "needed_recall", "summary_tokens", "section_coverage"]],
-            on=KEYS, how="left",
+            fid[
+                [
+                    *KEYS,
+                    "dropped_facts",
+                    "dropped_facts_kept",
+                    "needed_facts",
+                    "needed_facts_kept",
+                    "dropped_recall",
+                    "needed_recall",
+                    "summary_tokens",
+                    "section_coverage",
+                ]
+            ],
+            on=KEYS,
+            how="left",
         )
     else:
-        for column in ("dropped_facts", "dropped_facts_kept", "needed_facts", "needed_facts_kept",
-                       "dropped_recall", "needed_recall", "summary_tokens", "section_coverage"):
+        for column in (
+            "dropped_facts",
+            "dropped_facts_kept",
+            "needed_facts",
+            "needed_facts_kept",
+            "dropped_recall",
+            "needed_recall",
+            "summary_tokens",
+            "section_coverage",
+        ):
             table[column] = None
     strategies = _pooled(table)
     reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()
@@ -191,8 +224,10 @@ def report(
         calibration = calibrate_cost(steps, events, by_id, pricing=pricing)
         if len(calibration):
             for name, group in calibration.groupby("strategy"):
-                notes.append(f"cost calibration ({name}): median error {group['cost_error'].median():.1%} over "
-                             f"{len(group)} sessions")
+                notes.append(
+                    f"cost calibration ({name}): median error {group['cost_error'].median():.1%} over "
+                    f"{len(group)} sessions"
+                )
     return {
         "results_dir": str(results_dir),
         "window": window,
@@ -279,33 +314,56 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, 
     cells = [[title for title, _, _ in columns]]
     cells += [[_fmt(row.get(key), kind) for _, key, kind in columns] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in cells]
+    lines = [
+        "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
 def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
     """Plain-text rendering of a `report` dict."""
-    out = [f"Replay report: {data['results_dir']}  ({len(data['runs'])} runs; window {data.get('window'):,}, "
-           f"blocking limit {data.get('blocking_limit'):,})", ""]
+    out = [
+        f"Replay report: {data['results_dir']}  ({len(data['runs'])} runs; window {data.get('window'):,}, "
+        f"blocking limit {data.get('blocking_limit'):,})",
+        "",
+    ]
     out += ["By strategy", _table(data["strategies"], _COLUMNS), ""]
     if per_session and data["sessions"]:
-        columns = (("session", "session_id", ""), *_COLUMNS[:2], *_COLUMNS[3:4], *_COLUMNS[4:7], *_COLUMNS[9:11],
-                   *_COLUMNS[12:15])
+        columns = (
+            ("session", "session_id", ""),
+            *_COLUMNS[:2],
+            *_COLUMNS[3:4],
+            *_COLUMNS[4:7],
+            *_COLUMNS[9:11],
+            *_COLUMNS[12:15],
+        )
         rows = [{**r, "session_id": str(r["session_id"])[:44]} for r in data["sessions"]]
         out += ["By session", _table(rows, columns), ""]
     if data.get("reference"):
-        cols = (("session", "session_id", ""), ("source", "source", ""), ("step", "step", ""),
-                ("dropped facts", "dropped_facts", ""), ("needed facts", "needed_facts", ""),
-                ("needed recall", "needed_recall", "recall"), ("dropped recall", "dropped_recall", "recall"),
-                ("summary tok", "summary_tokens", ""), ("sections", "section_coverage", "pct"))
+        cols = (
+            ("session", "session_id", ""),
+            ("source", "source", ""),
+            ("step", "step", ""),
+            ("dropped facts", "dropped_facts", ""),
+            ("needed facts", "needed_facts", ""),
+            ("needed recall", "needed_recall", "recall"),
+            ("dropped recall", "dropped_recall", "recall"),
+            ("summary tok", "summary_tokens", ""),
+            ("sections", "section_coverage", "pct"),
+        )
         rows = [{**r, "session_id": str(r["session_id"])[:36]} for r in data["reference"]]
         out += ["Claude's recorded compactions (reference)", _table(rows, cols), ""]
     if data.get("calibration"):
-        cols = (("session", "session_id", ""), ("strategy", "strategy", ""), ("steps", "steps", ""),
-                ("recorded", "recorded_cost_usd", "usd"), ("simulated", "simulated_cost_usd", "usd"),
-                ("error", "cost_error", "pct"))
+        cols = (
+            ("session", "session_id", ""),
+            ("strategy", "strategy", ""),
+            ("steps", "steps", ""),
+            ("recorded", "recorded_cost_usd", "usd"),
+            ("simulated", "simulated_cost_usd", "usd"),
+            ("error", "cost_error", "pct"),
+        )
         rows = [{**r, "session_id": str(r["session_id"])[:44]} for r in data["calibration"]]
         out += ["Cost simulation vs recorded usage", _table(rows, cols), ""]
     out += [f"note: {n}" for n in data.get("notes", [])]

@@ -9,8 +9,13 @@ from workbench.replay import replay_frames, replay_sessions
 from workbench.strategies import create
 from workbench.transcript import Session
 
-CORPUS_MODELS = ["claude-opus-4-6", "claude-opus-4-5-20251101", "claude-sonnet-4-5-20250929",
-                 "claude-sonnet-4-20250514", "claude-haiku-4-5-20251001"]
+CORPUS_MODELS = [
+    "claude-opus-4-6",
+    "claude-opus-4-5-20251101",
+    "claude-sonnet-4-5-20250929",
+    "claude-sonnet-4-20250514",
+    "claude-haiku-4-5-20251001",
+]
 
 
 def test_pricing_table_covers_the_corpus_models():
@@ -25,17 +30,43 @@ def test_pricing_table_covers_the_corpus_models():
 
 
 def _info(n):
-    return SessionCallInfo(models=["claude-opus-4-6"] * n, times=[60.0 * i for i in range(n)], output=[100] * n,
-                           usage=[None] * n, static_prefix=0, ttl=300.0, rough_before={}, scale=1.0)
+    return SessionCallInfo(
+        models=["claude-opus-4-6"] * n,
+        times=[60.0 * i for i in range(n)],
+        output=[100] * n,
+        usage=[None] * n,
+        static_prefix=0,
+        ttl=300.0,
+        rough_before={},
+        scale=1.0,
+    )
 
 
 def test_worked_example():
-    steps = pd.DataFrame({"session_id": "x", "strategy": "s", "step": [0, 1, 2],
-                          "context_tokens": [10_000, 12_000, 3_000],
-                          "tokens_without_compaction": [10_000, 12_000, 14_000]})
-    events = pd.DataFrame([{"session_id": "x", "strategy": "s", "kind": "full-compact", "step": 2, "keep_start": 5,
-                            "dropped_uuids": [], "tokens_before": 14_000, "tokens_after": 3_000,
-                            "summary": "x" * 4_000}])
+    steps = pd.DataFrame(
+        {
+            "session_id": "x",
+            "strategy": "s",
+            "step": [0, 1, 2],
+            "context_tokens": [10_000, 12_000, 3_000],
+            "tokens_without_compaction": [10_000, 12_000, 14_000],
+        }
+    )
+    events = pd.DataFrame(
+        [
+            {
+                "session_id": "x",
+                "strategy": "s",
+                "kind": "full-compact",
+                "step": 2,
+                "keep_start": 5,
+                "dropped_uuids": [],
+                "tokens_before": 14_000,
+                "tokens_after": 3_000,
+                "summary": "x" * 4_000,
+            }
+        ]
+    )
     sim = simulate_cache(steps, events, _info(3))
     assert sim["cache_read"].tolist() == [0, 10_000, 0]
     assert sim["cache_write"].tolist() == [10_000, 2_000, 3_000]
@@ -54,9 +85,15 @@ def test_worked_example():
 
 
 def test_ttl_expiry_and_in_place_edit():
-    steps = pd.DataFrame({"session_id": "x", "strategy": "s", "step": [0, 1, 2],
-                          "context_tokens": [10_000, 12_000, 11_000],
-                          "tokens_without_compaction": [10_000, 12_000, 13_000]})
+    steps = pd.DataFrame(
+        {
+            "session_id": "x",
+            "strategy": "s",
+            "step": [0, 1, 2],
+            "context_tokens": [10_000, 12_000, 11_000],
+            "tokens_without_compaction": [10_000, 12_000, 13_000],
+        }
+    )
     info = _info(3)
     info = SessionCallInfo(**{**info.__dict__, "times": [0.0, 1000.0, 1010.0], "rough_before": {"u": 4_000}})
     events = pd.DataFrame([{"kind": "microcompact", "step": 2, "keep_start": None, "dropped_uuids": ["u"]}])
@@ -75,9 +112,15 @@ def calibration(claude_sessions):
 @pytest.mark.corpus
 def test_cost_simulation_calibrated_on_recorded_usage(calibration):
     medians = calibration.groupby("strategy")["cost_error"].median()
-    print(json.dumps({"median_cost_error": medians.round(4).to_dict(),
-                      "per_session": calibration[["session_id", "strategy", "cost_error"]].round(4).to_dict("records")},
-                     default=str))
+    print(
+        json.dumps(
+            {
+                "median_cost_error": medians.round(4).to_dict(),
+                "per_session": calibration[["session_id", "strategy", "cost_error"]].round(4).to_dict("records"),
+            },
+            default=str,
+        )
+    )
     assert set(medians.index) == {"none", "recorded"}
     assert len(calibration[calibration["strategy"] == "recorded"]) == 20
     assert (medians < 0.05).all()  # measured 1.6 % (none, 17 sessions) and 1.7 % (recorded, 20 sessions)

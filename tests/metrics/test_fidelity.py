@@ -14,8 +14,17 @@ from workbench.strategies.base import Compaction, ContextView, Strategy, Strateg
 
 
 def _event(**changes: Any) -> dict[str, Any]:
-    return {"session_id": "hand", "strategy": "s", "kind": "test", "step": 1, "dropped_uuids": ["r1", "a1", "r3"],
-            "kept_uuids": [], "summary": "Fixing src/app/parser.py", "keep_start": 3, **changes}
+    return {
+        "session_id": "hand",
+        "strategy": "s",
+        "kind": "test",
+        "step": 1,
+        "dropped_uuids": ["r1", "a1", "r3"],
+        "kept_uuids": [],
+        "summary": "Fixing src/app/parser.py",
+        "keep_start": 3,
+        **changes,
+    }
 
 
 def test_facts_keep_their_records():
@@ -64,8 +73,12 @@ def test_section_coverage():
 
 
 def test_directive_presence_is_word_overlap():
-    s = session([user("u1", "Never commit generated migrations directly"),
-                 assistant("a1", "m1", [{"type": "text", "text": "ok"}])])
+    s = session(
+        [
+            user("u1", "Never commit generated migrations directly"),
+            assistant("a1", "m1", [{"type": "text", "text": "ok"}]),
+        ]
+    )
     kept = fidelity_events(s, [_event(step=0, dropped_uuids=["u1"], summary="never commit migrations directly")])
     lost = fidelity_events(s, [_event(step=0, dropped_uuids=["u1"], summary="unrelated")])
     assert kept.iloc[0]["needed_recall"] == 1.0 and lost.iloc[0]["needed_recall"] == 0.0
@@ -91,8 +104,14 @@ class _Cut(Strategy):
             start -= 1
             total += view.rough[start]
         kept = view.records[start:]
-        return Compaction(kind="cut", trigger="auto", records=tuple(kept),
-                          dropped=tuple(r.uuid for r in view.records[:start]), start=start, naive_start=start)
+        return Compaction(
+            kind="cut",
+            trigger="auto",
+            records=tuple(kept),
+            dropped=tuple(r.uuid for r in view.records[:start]),
+            start=start,
+            naive_start=start,
+        )
 
 
 @pytest.fixture(scope="module")

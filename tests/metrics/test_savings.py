@@ -4,15 +4,33 @@ from workbench.metrics import savings_events, savings_sessions, savings_steps
 
 
 def _steps(context, without, strategy="s"):
-    return pd.DataFrame({"session_id": "x", "strategy": strategy, "step": range(len(context)),
-                         "context_tokens": context, "tokens_without_compaction": without,
-                         "compacted": [c != w for c, w in zip(context, without, strict=True)]})
+    return pd.DataFrame(
+        {
+            "session_id": "x",
+            "strategy": strategy,
+            "step": range(len(context)),
+            "context_tokens": context,
+            "tokens_without_compaction": without,
+            "compacted": [c != w for c, w in zip(context, without, strict=True)],
+        }
+    )
 
 
 def test_worked_example():
     steps = _steps([100_000, 170_000, 40_000], [100_000, 170_000, 180_000])
-    events = pd.DataFrame([{"session_id": "x", "strategy": "s", "kind": "sm-compact", "trigger": "auto", "step": 2,
-                            "tokens_before": 180_000, "tokens_after": 40_000}])
+    events = pd.DataFrame(
+        [
+            {
+                "session_id": "x",
+                "strategy": "s",
+                "kind": "sm-compact",
+                "trigger": "auto",
+                "step": 2,
+                "tokens_before": 180_000,
+                "tokens_after": 40_000,
+            }
+        ]
+    )
     per_step = savings_steps(steps)
     assert per_step["tokens_saved"].tolist() == [0, 0, 140_000]
     assert per_step["cumulative_tokens_saved"].tolist() == [0, 0, 140_000]

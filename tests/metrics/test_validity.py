@@ -4,11 +4,32 @@ from workbench.metrics import validity_events, validity_rules, validity_sessions
 
 
 def _frames():
-    steps = pd.DataFrame({"session_id": "x", "strategy": "s", "step": range(4), "violations": [0, 2, 0, 1],
-                          "violation_rules": ["", "a,b", "", "a"], "repaired": [0, 1, 0, 0]})
-    events = pd.DataFrame([{"session_id": "x", "strategy": "s", "kind": "sm-compact", "step": 1, "violations": 2,
-                            "violation_rules": ["a", "b"], "repaired": 1, "fallbacks": ["no-memory"],
-                            "keep_start": 5, "naive_start": 7}])
+    steps = pd.DataFrame(
+        {
+            "session_id": "x",
+            "strategy": "s",
+            "step": range(4),
+            "violations": [0, 2, 0, 1],
+            "violation_rules": ["", "a,b", "", "a"],
+            "repaired": [0, 1, 0, 0],
+        }
+    )
+    events = pd.DataFrame(
+        [
+            {
+                "session_id": "x",
+                "strategy": "s",
+                "kind": "sm-compact",
+                "step": 1,
+                "violations": 2,
+                "violation_rules": ["a", "b"],
+                "repaired": 1,
+                "fallbacks": ["no-memory"],
+                "keep_start": 5,
+                "naive_start": 7,
+            }
+        ]
+    )
     return steps, events
 
 

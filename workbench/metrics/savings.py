@@ -56,8 +56,18 @@ def savings_steps(
         )
     columns = [*KEYS, "step", "context_tokens", "tokens_without_compaction"]
     if frame.empty:
-        return pd.DataFrame(columns=[*columns, "tokens_saved", "cumulative_tokens_saved", "over_window",
-                                     "over_window_without", "blocked", "blocked_without", "compacted"])
+        return pd.DataFrame(
+            columns=[
+                *columns,
+                "tokens_saved",
+                "cumulative_tokens_saved",
+                "over_window",
+                "over_window_without",
+                "blocked",
+                "blocked_without",
+                "compacted",
+            ]
+        )
     out = frame[columns].copy()
     out["context_tokens"] = out["context_tokens"].astype("int64")
     out["tokens_without_compaction"] = out["tokens_without_compaction"].astype("int64")
@@ -117,9 +127,11 @@ def savings_sessions(
     out["saved_share"] = share(out["tokens_saved"], out["input_tokens_without"], 0.0)
     per_event = savings_events(events)
     counts = per_event.groupby(KEYS).size().rename("compactions")
-    kinds = per_event.groupby(KEYS)["kind"].agg(
-        lambda kinds: ",".join(f"{k}:{n}" for k, n in sorted(pd.Series(kinds).value_counts().items()))
-    ).rename("compaction_kinds")
+    kinds = (
+        per_event.groupby(KEYS)["kind"]
+        .agg(lambda kinds: ",".join(f"{k}:{n}" for k, n in sorted(pd.Series(kinds).value_counts().items())))
+        .rename("compaction_kinds")
+    )
     out = out.merge(counts.reset_index(), on=KEYS, how="left").merge(kinds.reset_index(), on=KEYS, how="left")
     out["compactions"] = out["compactions"].fillna(0).astype(int)
     out["compaction_kinds"] = out["compaction_kinds"].fillna("")

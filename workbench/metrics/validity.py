@@ -80,35 +80,57 @@ def validity_rules(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> p
     for scope, frame in (("step", validity_steps(steps)), ("compaction", validity_events(events))):
         for keys, group in frame.groupby(KEYS):
             counts = Counter(rule for value in group["violation_rules"] for rule in _rules(value))
-            rows.extend({**dict(zip(KEYS, keys, strict=True)), "scope": scope, "rule": rule, "count": n}
-                        for rule, n in sorted(counts.items()))
+            rows.extend(
+                {**dict(zip(KEYS, keys, strict=True)), "scope": scope, "rule": rule, "count": n}
+                for rule, n in sorted(counts.items())
+            )
     return pd.DataFrame(rows, columns=[*KEYS, "scope", "rule", "count"])
 
 
 def validity_sessions(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per session × strategy × config_hash (see the module docstring for the columns)."""
     per_step = validity_steps(steps)
-    out = per_step.groupby(KEYS, sort=True).agg(
-        steps=("step", "size"),
-        violating_steps=("has_violation", "sum"),
-        violations=("violations", "sum"),
-        repairs=("repaired", "sum"),
-        repaired_steps=("repaired", lambda r: int((r > 0).sum())),
-    ).reset_index()
+    out = (
+        per_step.groupby(KEYS, sort=True)
+        .agg(
+            steps=("step", "size"),
+            violating_steps=("has_violation", "sum"),
+            violations=("violations", "sum"),
+            repairs=("repaired", "sum"),
+            repaired_steps=("repaired", lambda r: int((r > 0).sum())),
+        )
+        .reset_index()
+    )
     out["violation_rate"] = (out["violating_steps"] / out["steps"].where(out["steps"] > 0)).fillna(0.0)
     per_event = validity_events(events)
     if per_event.empty:
-        agg = pd.DataFrame(columns=[*KEYS, "compactions", "compaction_violations", "adjusted_compactions",
-                                    "fallbacks", "fallback_reasons"])
+        agg = pd.DataFrame(
+            columns=[
+                *KEYS,
+                "compactions",
+                "compaction_violations",
+                "adjusted_compactions",
+                "fallbacks",
+                "fallback_reasons",
+            ]
+        )
     else:
-        agg = per_event.groupby(KEYS).agg(
-            compactions=("event", "size"),
-            compaction_violations=("violations", lambda v: int((v > 0).sum())),
-            adjusted_compactions=("adjusted", "sum"),
-            fallbacks=("fallbacks", lambda f: sum(len([x for x in s.split(",") if x]) for s in f)),
-            fallback_reasons=("fallbacks", lambda f: ",".join(
-                f"{k}:{n}" for k, n in sorted(Counter(x for s in f for x in s.split(",") if x).items()))),
-        ).reset_index()
+        agg = (
+            per_event.groupby(KEYS)
+            .agg(
+                compactions=("event", "size"),
+                compaction_violations=("violations", lambda v: int((v > 0).sum())),
+                adjusted_compactions=("adjusted", "sum"),
+                fallbacks=("fallbacks", lambda f: sum(len([x for x in s.split(",") if x]) for s in f)),
+                fallback_reasons=(
+                    "fallbacks",
+                    lambda f: ",".join(
+                        f"{k}:{n}" for k, n in sorted(Counter(x for s in f for x in s.split(",") if x).items())
+                    ),
+                ),
+            )
+            .reset_index()
+        )
     out = out.merge(agg, on=KEYS, how="left")
     for column in ("compactions", "compaction_violations", "adjusted_compactions", "fallbacks"):
         out[column] = out[column].fillna(0).astype(int)

@@ -209,8 +209,7 @@ def render_zoom(index: SessionIndex, state: KeepWindowState, *, width: int = 960
         parts.append(_marker(edge, MARKERS[name], body_top + body_h + 30, f"{label} start #{at}", dash))
         label_y = {"start": body_top + body_h + 40, "naive": 10, "pair": 22}[name]
         parts.append(
-            f'<text x="{edge + 2:.1f}" y="{label_y}" font-size="10" '
-            f'fill="{MARKERS[name]}">{label} #{at}</text>'
+            f'<text x="{edge + 2:.1f}" y="{label_y}" font-size="10" fill="{MARKERS[name]}">{label} #{at}</text>'
         )
     height = body_top + body_h + 46
     return (
