@@ -13,6 +13,7 @@ $(BIN)/workbench: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,browser]'
 	$(BIN)/python -c "from workbench.tokens.bpe import seed_tiktoken_cache; print('tiktoken BPE cache:', seed_tiktoken_cache())"
+	bash scripts/fetch_widget_js.sh
 	@touch $@
 
 test: setup

@@ -2,7 +2,7 @@
 
 nbconvert's ``lab`` template embeds the widget state (``metadata.widgets``, which nbclient records while
 executing) but loads the renderer, require.js and MathJax from CDNs. `export_notebook_html` points the
-renderer at a local copy of ``@jupyter-widgets/html-manager``'s standalone ``embed.js`` (vendored in
+renderer at a local copy of ``@jupyter-widgets/html-manager``'s standalone ``embed.js`` (fetched from npm at setup into
 ``workbench/widgets/static/html-manager``, copied next to the HTML) and drops the other CDN scripts, so
 the page shows its sliders, strips and plots without a network.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 __all__ = ["WIDGET_ASSETS", "export_notebook_html"]
 
-#: The vendored renderer folder (``embed.js`` and its icon fonts).
+#: The renderer folder (filled by scripts/fetch_widget_js.sh) (``embed.js`` and its icon fonts).
 WIDGET_ASSETS = Path(__file__).with_name("static") / "html-manager"
 
 _EMPTY_SCRIPT = re.compile(r'<script[^>]*\ssrc=""[^>]*>\s*</script>\s*', re.IGNORECASE)
@@ -48,6 +48,10 @@ def export_notebook_html(executed_ipynb: str | Path, out_html: str | Path, *, th
     assets = out.parent / f"{out.stem}_files"
     has_widgets = "application/vnd.jupyter.widget-state+json" in nb.metadata.get("widgets", {})
     if has_widgets:
+        if not (WIDGET_ASSETS / "embed.js").is_file():
+            raise FileNotFoundError(
+                f"{WIDGET_ASSETS / 'embed.js'} is missing: run `bash scripts/fetch_widget_js.sh` (part of make setup)"
+            )
         assets.mkdir(parents=True, exist_ok=True)
         for item in WIDGET_ASSETS.iterdir():
             if item.suffix in (".js", ".woff2", ".txt"):
