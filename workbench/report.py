@@ -25,6 +25,7 @@ import pandas as pd
 
 from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, session_map, share
 from .metrics.cost import calibrate_cost, cost_sessions, load_pricing
+from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
 from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
 from .metrics.validity import validity_sessions
@@ -189,19 +190,7 @@ def report(
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
         fid = fidelity_sessions(per_event, available)
         table = table.merge(
-            fid[
-                [
-                    *KEYS,
-                    "dropped_facts",
-                    "dropped_facts_kept",
-                    "needed_facts",
-                    "needed_facts_kept",
-                    "dropped_recall",
-                    "needed_recall",
-                    "summary_tokens",
-                    "section_coverage",
-                ]
-            ],
+            fid[[*KEYS, *FIDELITY_COLUMNS]],
             on=KEYS,
             how="left",
         )
@@ -322,6 +311,14 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, 
     return "\n".join(lines)
 
 
+def _section(
+    title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]], width: int
+) -> list[str]:
+    """A titled table whose session ids are cut to ``width`` characters."""
+    cut = [{**r, "session_id": str(r["session_id"])[:width]} for r in rows]
+    return [title, _table(cut, columns), ""]
+
+
 def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
     """Plain-text rendering of a `report` dict."""
     out = [
@@ -339,8 +336,7 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             *_COLUMNS[9:11],
             *_COLUMNS[12:15],
         )
-        rows = [{**r, "session_id": str(r["session_id"])[:44]} for r in data["sessions"]]
-        out += ["By session", _table(rows, columns), ""]
+        out += _section("By session", data["sessions"], columns, 44)
     if data.get("reference"):
         cols = (
             ("session", "session_id", ""),
@@ -353,8 +349,7 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             ("summary tok", "summary_tokens", ""),
             ("sections", "section_coverage", "pct"),
         )
-        rows = [{**r, "session_id": str(r["session_id"])[:36]} for r in data["reference"]]
-        out += ["Claude's recorded compactions (reference)", _table(rows, cols), ""]
+        out += _section("Claude's recorded compactions (reference)", data["reference"], cols, 36)
     if data.get("calibration"):
         cols = (
             ("session", "session_id", ""),
@@ -364,7 +359,6 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             ("simulated", "simulated_cost_usd", "usd"),
             ("error", "cost_error", "pct"),
         )
-        rows = [{**r, "session_id": str(r["session_id"])[:44]} for r in data["calibration"]]
-        out += ["Cost simulation vs recorded usage", _table(rows, cols), ""]
+        out += _section("Cost simulation vs recorded usage", data["calibration"], cols, 44)
     out += [f"note: {n}" for n in data.get("notes", [])]
     return "\n".join(out).rstrip() + "\n"

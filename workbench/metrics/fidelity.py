@@ -86,6 +86,7 @@ from .facts import DIRECTIVE_KINDS, Fact, FactIndex, extract_facts, render_recor
 __all__ = [
     "COMPACT_SECTIONS",
     "MEMORY_SECTIONS",
+    "SESSION_COLUMNS",
     "Fact",
     "FactIndex",
     "extract_facts",
@@ -219,24 +220,26 @@ def fidelity_events(session: Session, events: pd.DataFrame | Sequence[Mapping[st
     return pd.DataFrame(rows)
 
 
+#: The per-session fidelity figures `fidelity_sessions` returns (besides the keys and ``compactions``).
+SESSION_COLUMNS = (
+    "dropped_facts",
+    "dropped_facts_kept",
+    "needed_facts",
+    "needed_facts_kept",
+    "dropped_recall",
+    "needed_recall",
+    "summary_tokens",
+    "section_coverage",
+)
+
+
 def fidelity_sessions(per_event: pd.DataFrame, steps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per session × strategy × config_hash: recalls pooled over events (1.0 where nothing was dropped).
 
     ``steps`` (optional) lists the session × strategy cells that had no event at all, so they appear
     with 1.0 too.
     """
-    columns = [
-        *KEYS,
-        "compactions",
-        "dropped_facts",
-        "dropped_facts_kept",
-        "needed_facts",
-        "needed_facts_kept",
-        "dropped_recall",
-        "needed_recall",
-        "summary_tokens",
-        "section_coverage",
-    ]
+    columns = [*KEYS, "compactions", *SESSION_COLUMNS]
     if per_event is None or per_event.empty:
         out = pd.DataFrame(columns=columns)
     else:
