@@ -101,3 +101,25 @@ def test_second_run_reads_every_count_from_the_cache(claude_sessions, tmp_path: 
     assert second.count_many(records) == counts
     assert second.stats.misses == 0 and second.stats.hits == len(records)
     assert counts == get_estimator("tiktoken:o200k_base").count_many(records)
+
+
+def test_many_processes_can_open_a_fresh_cache_file_at_once(tmp_path: Path) -> None:
+    """Sweep workers and notebook kernels open the same cache file concurrently (was 'database is locked')."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from workbench.tokens.cache import CachedEstimator\n"
+        "from workbench.tokens.estimators import get_estimator\n"
+        "from workbench.transcript import Block, Record\n"
+        "r = Record('user', role='user', blocks=(Block.text_block('x' * int(sys.argv[1])),),\n"
+        "           string_content=True, has_content=True)\n"
+        "print(CachedEstimator(get_estimator('claude-rough'), Path(sys.argv[2])).count(r))\n"
+    )
+    db = tmp_path / "shared.sqlite"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(40 * (i + 1)), str(db)], stdout=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8
+    assert outputs == [str(10 * (i + 1)) for i in range(8)]

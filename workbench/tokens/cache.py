@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,23 @@ from .estimators import Estimator, get_estimator
 __all__ = ["CacheStats", "CachedEstimator", "cached_estimator"]
 
 _BATCH = 500
+#: How long a connection waits for another process's lock (sweep workers and notebook kernels share the
+#: cache file) before SQLite reports "database is locked".
+_BUSY_S = 60.0
+
+
+def _retry_locked(action: Callable[[], object], attempts: int = 20) -> None:
+    """Run ``action``, retrying while another process holds the database. Switching the journal mode to
+    WAL takes an exclusive lock that SQLite's busy timeout does not cover, so several processes opening
+    a fresh cache file at once can see "database is locked" immediately."""
+    for attempt in range(attempts):
+        try:
+            action()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 @dataclass
@@ -38,11 +56,13 @@ class CachedEstimator:
         self.stats = CacheStats()
         self._lock = threading.Lock()
         self._memo: dict[str, int] = {}  # what this process has already read or computed
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS counts (estimator TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,"
-            " PRIMARY KEY (estimator, key)) WITHOUT ROWID"
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S)
+        _retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
+        _retry_locked(
+            lambda: self._db.execute(
+                "CREATE TABLE IF NOT EXISTS counts (estimator TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,"
+                " PRIMARY KEY (estimator, key)) WITHOUT ROWID"
+            )
         )
 
     def count(self, record: Record) -> int:
