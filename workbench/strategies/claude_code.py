@@ -5,6 +5,9 @@
 3. auto-compact at the threshold: session-memory compaction first, full compaction when it returns
    nothing (docs §4.4). ``session_memory=False`` reproduces the reference's default gates
    (``tengu_session_memory``/``tengu_sm_compact`` both default false), i.e. full compaction only.
+   The SM step is v2.1.88's (``sm.thinking_aware=False``, as ``sm-compact-reference``): on the open corpus
+   its cut opens the kept tool loop without thinking on all three auto-compactions (see sm_compact.py);
+   ``--set sm.thinking_aware=true`` adds our fix.
 
 At most one compaction event is reported per step: the budget and microcompact rewrite outputs in
 place, and the auto-compact check then sees the reduced size.
@@ -19,7 +22,7 @@ from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import full_compaction
 from .microcompact import TimeBasedConfig, ToolResultBudgetConfig, apply_tool_result_budget, time_based_microcompact
 from .registry import register
-from .sm_compact import SMCompactConfig, SMState, new_sm_state, observe_sm, sm_compaction
+from .sm_compact import SMCompactReferenceConfig, SMState, new_sm_state, observe_sm, sm_compaction
 
 __all__ = ["ClaudeCode", "ClaudeCodeConfig", "ClaudeCodeState"]
 
@@ -35,7 +38,9 @@ class ClaudeCodeState:
 
 class ClaudeCodeConfig(StrategyConfig):
     session_memory: bool = True
-    sm: SMCompactConfig = SMCompactConfig()
+    #: v2.1.88 as shipped (thinking_aware False); a class, not an instance default, so that a partial
+    #: override such as ``{"sm": {"min_tokens": 20000}}`` keeps it
+    sm: SMCompactReferenceConfig = SMCompactReferenceConfig()
     microcompact: TimeBasedConfig = TimeBasedConfig()
     tool_result_budget: ToolResultBudgetConfig = ToolResultBudgetConfig()
 

@@ -9,13 +9,26 @@ without tool calls. When the auto-compact threshold is crossed:
 2. ``lastSummarizedMessageId`` set but not in the context → fall back; unset (resumed) → index
    ``len - 1`` and expand backward (docs §2.6 step 4);
 3. keep window = ``calculateMessagesToKeepIndex`` (minTokens 10k, minTextBlockMessages 5, maxTokens 40k,
-   floor = last boundary + 1) then ``adjustIndexToPreserveAPIInvariants`` (``sm-compact``), or the raw
-   window without the adjustment (``sm-compact-naive``, unsafe: the article's ~2.79% failure mode);
-   ``thinking_aware=True`` adds `workbench.api.invariants.adjust_for_thinking` (our extension: the
-   reference adjustment leaves the kept tool loop opening without thinking in ~4% of cuts);
+   floor = last boundary + 1) then ``adjustIndexToPreserveAPIInvariants``, or the raw window without the
+   adjustment (``sm-compact-naive``, unsafe: the article's ~2.79% failure mode);
+   ``thinking_aware`` (default True in ``sm-compact``) adds `workbench.api.invariants.adjust_for_thinking`;
 4. post-compact size (``estimateMessageTokens`` of the new context: the string-content summary counts 0,
    docs §2.6 step 8) ≥ threshold → fall back to full compaction;
 5. ``lastSummarizedMessageId`` is reset; memory and ``tokensAtLastExtraction`` are kept (docs §1.2).
+
+Three registered variants, because the reference adjustment is not enough on the open corpus:
+
+* ``sm-compact-reference``: exactly v2.1.88 (``thinking_aware=False``). On all three real auto-compactions
+  of the corpus every assistant response carried a tool_use, so ``lastSummarizedMessageId`` was never set
+  (docs §1.2: only after a tool-free turn) and the window expands backward from ``len - 1`` (docs §2.6
+  step 4) into the running tool loop. After the plain-text summary message the first kept response then
+  opens the API's "final assistant message", and when it has no thinking block the request is rejected
+  with thinking on (docs §9 item 11): 3 of 3 compactions, ``final_assistant_missing_thinking``.
+* ``sm-compact``: the same plus our thinking-aware cut (``thinking_aware=True``, a deliberate deviation
+  from v2.1.88, README "What SM-compaction would have done"): zero violations on the corpus.
+* ``sm-compact-naive``: no adjustment at all (unsafe).
+
+``claude-code`` runs ``sm-compact-reference``'s configuration (it reproduces v2.1.88 as shipped).
 """
 
 from __future__ import annotations
@@ -32,7 +45,15 @@ from .records import compact_boundary, summary_message
 from .registry import register
 from .triggers import AutoCompactTrigger
 
-__all__ = ["SMCompact", "SMCompactConfig", "SMCompactNaive", "SMCompactThinking", "SMState", "sm_compaction"]
+__all__ = [
+    "SMCompact",
+    "SMCompactConfig",
+    "SMCompactNaive",
+    "SMCompactReference",
+    "SMCompactReferenceConfig",
+    "SMState",
+    "sm_compaction",
+]
 
 #: Where the notes would live (docs §1.1); named in the truncation note of the summary message.
 MEMORY_PATH = "~/.claude/projects/<cwd>/<session>/session-memory/summary.md"
@@ -51,7 +72,9 @@ class SMCompactConfig(StrategyConfig):
     )
     extractor_model: str = "claude-sonnet-4-6"
     thinking_aware: bool = Field(
-        False, description="also move the cut so the kept tool loop opens with thinking (our extension)"
+        True,
+        description="also move the cut so the kept tool loop opens with thinking (our extension; "
+        "False = v2.1.88 exactly)",
     )
     full_compact: FullCompactConfig = FullCompactConfig()
 
@@ -190,7 +213,10 @@ def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *,
 @register
 class SMCompact(Strategy):
     name = "sm-compact"
-    description = "Claude Code session-memory compaction: memory note + recent window, API-invariant adjusted."
+    description = (
+        "Claude Code session-memory compaction: memory note + recent window, API-invariant adjusted, plus our "
+        "thinking-aware cut (thinking_aware=false gives v2.1.88 exactly: sm-compact-reference)."
+    )
     Config = SMCompactConfig
     adjust = True
     compaction_only = frozenset(
@@ -209,15 +235,18 @@ class SMCompact(Strategy):
         return sm_compaction(view, state, self.config, adjust=self.adjust)
 
 
-class SMCompactThinkingConfig(SMCompactConfig):
-    thinking_aware: bool = True
+class SMCompactReferenceConfig(SMCompactConfig):
+    thinking_aware: bool = Field(False, description="True adds our thinking-aware cut (= sm-compact)")
 
 
 @register
-class SMCompactThinking(SMCompact):
-    name = "sm-compact-thinking"
-    description = "Session-memory compaction whose cut also keeps the kept tool loop opening with thinking."
-    Config = SMCompactThinkingConfig
+class SMCompactReference(SMCompact):
+    name = "sm-compact-reference"
+    description = (
+        "Session-memory compaction exactly as Claude Code v2.1.88: adjustIndexToPreserveAPIInvariants only "
+        "(its cut can open the kept tool loop without thinking)."
+    )
+    Config = SMCompactReferenceConfig
 
 
 @register
