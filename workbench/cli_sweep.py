@@ -28,7 +28,7 @@ def sweep(
         Path | None,
         typer.Option("--papermill", help="Run each (strategy, config) as an executed notebook into this folder."),
     ] = None,
-    batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.")] = 32,
+    batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.")] = 64,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Run an experiment sweep: compute the missing cells of SPEC into an append-only parquet store."""

@@ -123,3 +123,35 @@ def test_many_processes_can_open_a_fresh_cache_file_at_once(tmp_path: Path) -> N
     outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0] * 8
     assert outputs == [str(10 * (i + 1)) for i in range(8)]
+
+
+def _count_in_child(path: str, size: int, queue) -> None:
+    from workbench.tokens.cache import cached_estimator as shared
+
+    cache = shared("claude-rough", Path(path))  # the instance inherited from the parent
+    closed_at_fork = cache._db is None
+    record = Record("user", role="user", blocks=(Block.text_block("y" * size),), string_content=True, has_content=True)
+    queue.put((closed_at_fork, cache.count(record), cache.stats.misses))
+
+
+def test_a_forked_worker_reopens_the_cache_and_the_parent_keeps_using_it(tmp_path: Path) -> None:
+    """The sweep forks its workers (experiments/executors.py): no SQLite connection may cross the fork."""
+    import multiprocessing
+    import sqlite3
+
+    path = tmp_path / "fork.sqlite"
+    cache = cached_estimator("claude-rough", path)
+    seen = _user("x" * 400)
+    assert cache.count(seen) == 100 and cache._db is not None
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_count_in_child, args=(str(path), 800, queue))
+    child.start()
+    # counted and written through a fresh connection (misses: the parent's one, inherited, + the child's)
+    assert queue.get(timeout=60) == (True, 200, 2)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert cache.count(seen) == 100  # the parent's memo survived the fork; its connection reopens lazily
+    assert cache.count(_user("z" * 1200)) == 300
+    rows = sqlite3.connect(path).execute("SELECT n FROM counts ORDER BY n").fetchall()
+    assert rows == [(100,), (200,), (300,)]

@@ -181,6 +181,8 @@ def _is_prompt(record: Record) -> bool:
     "real user message", which ends a tool loop when walking backwards)."""
     if not is_sent(record) or record.kind == "assistant":
         return False
+    if record.kind == "user" and record.blocks and all(b.kind == "tool_result" for b in record.blocks):
+        return False  # fast path: normalising a tool_result-only record cannot give anything else
     return any(
         m.role == "user" and not all(b.get("type") == "tool_result" for b in m.content)
         for m in normalize([record]).messages

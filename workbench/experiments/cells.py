@@ -20,7 +20,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -88,17 +88,17 @@ class Cell:
     estimator: str
     code_version: str
 
-    @property
+    @cached_property  # a cell is immutable; a sweep asks for these many times
     def config_json(self) -> str:
         return canonical_json(dict(self.config))
 
-    @property
+    @cached_property  # a cell is immutable; a sweep asks for these many times
     def config_hash(self) -> str:
         from ..metrics._common import config_hash
 
         return config_hash(self.strategy, self.config)
 
-    @property
+    @cached_property  # a cell is immutable; a sweep asks for these many times
     def id(self) -> str:
         key = {
             "strategy": self.strategy,
@@ -143,18 +143,40 @@ def _sessions_of(source: str) -> dict[str, Session]:
     """Every session of one source file, parsed once per process (keyed by path, size and mtime)."""
     from ..transcript import load_paths
 
-    stat = os.stat(source)
-    key = (source, stat.st_size, stat.st_mtime_ns)
+    key = _key(source)
     if key not in _SESSIONS:
         _SESSIONS[key] = {s.id: s for s in load_paths([source])}
     return _SESSIONS[key]
 
 
+def _key(source: str) -> tuple[str, int, int]:
+    stat = os.stat(source)
+    return (source, stat.st_size, stat.st_mtime_ns)
+
+
+def remember_sessions(sessions: Sequence[Session]) -> None:
+    """Let this process's tasks use sessions the driver already parsed (workers forked afterwards
+    inherit them). A task that does not find its session there parses the file itself."""
+    by_source: dict[str, dict[str, Session]] = {}
+    for session in sessions:
+        if session.source is not None:
+            by_source.setdefault(str(session.source), {})[session.id] = session
+    for source, found in by_source.items():
+        try:
+            key = _key(source)
+        except OSError:
+            continue
+        _SESSIONS[key] = {**_SESSIONS.get(key, {}), **found}
+
+
 def _session(task: CellTask) -> Session:
-    session = _sessions_of(task.source).get(task.session_id)
-    if session is None or session.fingerprint != task.fingerprint:
-        raise RuntimeError(f"{task.source}: session {task.session_id} changed since the sweep was planned")
-    return session
+    for attempt in range(2):
+        session = _sessions_of(task.source).get(task.session_id)
+        if session is not None and session.fingerprint == task.fingerprint:
+            return session
+        if attempt == 0:  # remembered sessions may be a sample of the file: parse it once more
+            _SESSIONS.pop(_key(task.source), None)
+    raise RuntimeError(f"{task.source}: session {task.session_id} changed since the sweep was planned")
 
 
 def _summary(steps: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

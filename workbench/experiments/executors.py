@@ -2,9 +2,12 @@
 
 ``executor`` names:
 
-* ``local`` (default): a `ProcessPoolExecutor` with ``workers`` processes (default: CPU count), started
-  with ``spawn``: the driver holds open SQLite connections (the token-count cache), which must not be
-  inherited through ``fork``.
+* ``local`` (default): a `ProcessPoolExecutor` with ``workers`` processes (default: CPU count). On Linux
+  they are started with ``fork``, so each worker inherits what the driver already has: imported modules,
+  the sessions it parsed while planning (`workbench.experiments.cells.remember_sessions`) and the token
+  counts it read (the token cache closes its SQLite connections before any fork and reopens them on
+  first use, `workbench.tokens.cache`). Elsewhere (macOS, Windows: ``fork`` is unsafe or missing) they
+  are started with ``spawn`` and parse their sessions themselves.
 * ``inline``: no pool, cells run in the calling process (debugging, profiling, tiny sweeps).
 * ``dask-local``: a `distributed.LocalCluster` on 127.0.0.1 (no dashboard), started and closed here.
 * ``dask://HOST:PORT`` (or ``tcp://HOST:PORT``): an existing scheduler. Its workers need workbench
@@ -18,12 +21,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["InlineExecutor", "executor_kind", "make_executor"]
+__all__ = ["InlineExecutor", "executor_kind", "local_start_method", "make_executor"]
 
 
 class InlineExecutor(Executor):
@@ -36,6 +40,11 @@ class InlineExecutor(Executor):
         except BaseException as exc:
             future.set_exception(exc)
         return future
+
+
+def local_start_method() -> str:
+    """``fork`` on Linux (workers inherit the driver's parsed sessions and counts), else ``spawn``."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
 def executor_kind(name: str) -> str:
@@ -54,7 +63,9 @@ def make_executor(name: str = "local", workers: int | None = None) -> Iterator[E
     if kind == "inline":
         yield InlineExecutor()
     elif kind == "local":
-        with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(
+            max_workers=count, mp_context=multiprocessing.get_context(local_start_method())
+        ) as pool:
             yield pool
     else:
         try:

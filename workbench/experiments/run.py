@@ -1,10 +1,11 @@
 """Run a sweep: plan the cells of a spec, compute the missing ones on an executor, append them to the store.
 
 Shared work is done once: the driver parses the corpus once (for fingerprints and cell ids) and warms
-the on-disk token-count cache for every session that has missing cells; each worker parses a source
-file once per process. Cells are grouped per session into tasks of ``batch_size`` cells; every finished
-task is written to the store as one atomic batch before the next result is awaited, so a killed sweep
-loses only the tasks that were still running, and a re-run computes exactly the missing cells.
+the on-disk token-count cache for every session that has missing cells; forked workers inherit both
+(`workbench.experiments.executors`), other workers parse a source file once per process. Cells are
+grouped per session into tasks of ``batch_size`` cells; every finished task is written to the store as
+one atomic batch before the next result is awaited, so a killed sweep loses only the tasks that were
+still running, and a re-run computes exactly the missing cells.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .cells import Cell, CellTask, corpus_fingerprint, git_revision, make_cells, run_task
+from .cells import Cell, CellTask, corpus_fingerprint, git_revision, make_cells, remember_sessions, run_task
 from .executors import executor_kind, make_executor
 from .spec import GridPoint, ResolvedSpec, load_spec, sample_sessions
 from .store import ResultStore
@@ -68,6 +69,7 @@ def plan_sweep(spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | No
     sessions = sample_sessions(sessions, resolved.spec)
     chosen = list(resolved.points if points is None else points)
     cells = make_cells(chosen, sessions, resolved.estimator)
+    remember_sessions(sessions)
     return SweepPlan(resolved, sessions, cells, corpus_fingerprint([s.fingerprint for s in sessions]))
 
 
@@ -101,7 +103,7 @@ def run_sweep(
     store: str | Path,
     executor: str = "local",
     workers: int | None = None,
-    batch_size: int = 32,
+    batch_size: int = 64,
     progress: bool = True,
     points: Sequence[GridPoint] | None = None,
     plan: SweepPlan | None = None,

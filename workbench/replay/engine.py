@@ -120,19 +120,15 @@ class _Cursor:
         self.previous_message_id: str | None = None
 
     def fork(self, strategy: Strategy) -> _Cursor:
-        """A copy of this cursor for ``strategy`` (records are shared, never copied: they are immutable
-        and the engine keys its tables by their identity)."""
-        memo: dict[int, Any] = {id(r): r for r in self.p.records}
-        memo.update((id(r), r) for r in self.context)
-        memo.update((id(r), r) for r in self.sent_before)
-        memo[id(self.p)] = self.p
-        memo[id(self.strategy)] = strategy
-        memo[id(self.result)] = self.result  # rebuilt below; rows are never mutated once written
-        clone = copy.deepcopy(self, memo)
+        """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists are
+        copied, records are shared (immutable: their ``__deepcopy__`` returns them, and the engine keys
+        its tables by their identity)."""
+        clone = copy.copy(self)
         clone.strategy = strategy
-        clone.result = ReplayResult(self.result.session_id, self.result.source, strategy.name)
-        clone.result.steps = [{**row, "strategy": strategy.name} for row in self.result.steps]
-        clone.result.events = [{**row, "strategy": strategy.name} for row in self.result.events]
+        clone.state = copy.deepcopy(self.state, {id(self.p): self.p, id(self.strategy): strategy})
+        clone.context = list(self.context)
+        clone.sent_before = list(self.sent_before)
+        clone.result = _relabeled(self.result, strategy)
         return clone
 
     def step(self, index: int) -> bool:
@@ -216,6 +212,14 @@ class _Cursor:
         return self.result
 
 
+def _relabeled(result: ReplayResult, strategy: Strategy) -> ReplayResult:
+    """``result``'s rows under ``strategy``'s name (rows are never mutated once written)."""
+    out = ReplayResult(result.session_id, result.source, strategy.name)
+    out.steps = [{**row, "strategy": strategy.name} for row in result.steps]
+    out.events = [{**row, "strategy": strategy.name} for row in result.events]
+    return out
+
+
 def replay_session(session: Session, strategy: Strategy, *, estimator: str = "claude-rough") -> ReplayResult:
     """Replay one session through ``strategy``; see the module docstring for the semantics."""
     cursor = _Cursor(_Prepared(session, strip=strategy.strips_recorded, estimator=estimator), strategy)
@@ -246,10 +250,11 @@ def replay_group(
     first = next((index for index in range(calls) if lead.step(index)), None)
     for index in range(first + 1 if first is not None else calls, calls):
         lead.step(index)
-    cursors = [lead]
     if first is None:  # no compaction anywhere: every strategy's replay is the lead's
-        cursors += [lead.fork(strategy) for strategy in strategies[1:]]
-    elif len(strategies) > 1:  # replay the shared prefix once more, then let each strategy go its own way
+        done = lead.finish()
+        return [done, *(_relabeled(done, strategy) for strategy in strategies[1:])]
+    cursors = [lead]
+    if len(strategies) > 1:  # replay the shared prefix once more, then let each strategy go its own way
         prefix = _Cursor(prepared, strategies[0])
         for index in range(first):
             if prefix.step(index):

@@ -7,9 +7,11 @@ hits and misses so callers (and tests) can check that.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,14 +58,22 @@ class CachedEstimator:
         self.stats = CacheStats()
         self._lock = threading.Lock()
         self._memo: dict[str, int] = {}  # what this process has already read or computed
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S)
-        _retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
+        self._db: sqlite3.Connection | None = None
+        self._connect()
+        _OPEN.add(self)
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open the cache file (again: `_close_before_fork` closes every connection before a fork)."""
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S)
+        _retry_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
         _retry_locked(
-            lambda: self._db.execute(
+            lambda: db.execute(
                 "CREATE TABLE IF NOT EXISTS counts (estimator TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,"
                 " PRIMARY KEY (estimator, key)) WITHOUT ROWID"
             )
         )
+        self._db = db
+        return db
 
     def count(self, record: Record) -> int:
         return self.count_many([record])[0]
@@ -77,24 +87,25 @@ class CachedEstimator:
             return [memo[key] for key in keys]
         found: dict[str, int] = {}
         with self._lock:
+            db = self._db or self._connect()
             unique = [key for key in dict.fromkeys(keys) if key not in memo]
             found.update((key, memo[key]) for key in keys if key in memo)
             for start in range(0, len(unique), _BATCH):
                 chunk = unique[start : start + _BATCH]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
+                rows = db.execute(
                     f"SELECT key, n FROM counts WHERE estimator = ? AND key IN ({marks})", (self.name, *chunk)
                 )
                 found.update(rows)
             missing = {key: record for key, record in zip(keys, items, strict=True) if key not in found}
             if missing:
                 fresh = dict(zip(missing, self.inner.count_many(list(missing.values())), strict=True))
-                self._db.execute("BEGIN")
-                self._db.executemany(
+                db.execute("BEGIN")
+                db.executemany(
                     "INSERT OR REPLACE INTO counts (estimator, key, n) VALUES (?, ?, ?)",
                     [(self.name, key, n) for key, n in fresh.items()],
                 )
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
                 found.update(fresh)
             self.stats.misses += len(missing)
             self.stats.hits += len(keys) - len(missing)
@@ -102,7 +113,25 @@ class CachedEstimator:
         return [found[key] for key in keys]
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+#: Every cache with a connection, so that none is carried across ``fork`` (SQLite forbids using a
+#: connection opened before a fork in the child): the sweep's local executor forks its workers, which
+#: then inherit the parsed sessions and the in-memory counts and reopen the file on first use.
+_OPEN: weakref.WeakSet[CachedEstimator] = weakref.WeakSet()
+
+
+def _close_before_fork() -> None:
+    for cache in list(_OPEN):
+        cache.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_close_before_fork)
 
 
 _SHARED: dict[tuple[str, Path], CachedEstimator] = {}

@@ -150,6 +150,9 @@ class Block:
     def with_raw(self, **changes: Any) -> Block:
         return Block(self.kind, {**self.raw, **changes})
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Block:
+        return self  # immutable: a replay fork shares blocks
+
 
 def _as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
@@ -287,6 +290,9 @@ class Record:
             return self.line
         return canonical_json(self.to_json())
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Record:
+        return self  # immutable: a replay fork shares records
+
 
 def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
@@ -329,6 +335,7 @@ class Session:
     trailing_newline: bool = True
     capabilities: frozenset[str] = frozenset()
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    _fingerprint: str | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def is_subagent(self) -> bool:
@@ -351,12 +358,15 @@ class Session:
 
     @property
     def fingerprint(self) -> str:
-        """Content hash of the session's lines, stable across machines and paths."""
-        digest = hashlib.blake2b(digest_size=16)
-        for record in self.records:
-            digest.update(record.to_line().encode("utf-8", "surrogatepass"))
-            digest.update(b"\n")
-        return digest.hexdigest()
+        """Content hash of the session's lines, stable across machines and paths (memoised: a sweep
+        names every cell by it)."""
+        if self._fingerprint is None:
+            digest = hashlib.blake2b(digest_size=16)
+            for record in self.records:
+                digest.update(record.to_line().encode("utf-8", "surrogatepass"))
+                digest.update(b"\n")
+            object.__setattr__(self, "_fingerprint", digest.hexdigest())
+        return self._fingerprint  # type: ignore[return-value]
 
 
 class Corpus:
