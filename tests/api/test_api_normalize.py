@@ -67,6 +67,26 @@ def test_same_id_walk_stops_at_a_real_user_message() -> None:
     assert [m.role for m in normalize(records).messages] == ["user", "assistant", "user", "assistant"]
 
 
+def test_late_sibling_is_rejoined_past_other_responses_and_new_ids_are_appended() -> None:
+    records = [
+        user("q"),
+        assistant("X", tool_use("t1")),
+        user(tool_result("t1")),
+        assistant("Y", tool_use("t2")),
+        user(tool_result("t2")),
+        assistant("X", text("late")),
+        assistant("Z", text("new")),
+    ]
+    assert [(m.role, m.message_id, m.block_types()) for m in normalize(records).messages] == [
+        ("user", None, ["text"]),
+        ("assistant", "X", ["tool_use", "text"]),
+        ("user", None, ["tool_result"]),
+        ("assistant", "Y", ["tool_use"]),
+        ("user", None, ["tool_result"]),
+        ("assistant", "Z", ["text"]),
+    ]
+
+
 def test_tool_use_keeps_only_api_fields() -> None:
     request = normalize([user("q"), assistant("X", tool_use("t", caller="x")), user(tool_result("t"))])
     assert set(request.messages[1].content[0]) == {"type", "id", "name", "input"}

@@ -160,9 +160,13 @@ def _merge_users(messages: Iterable[ApiMessage]) -> list[ApiMessage]:
     return out
 
 
-def _append_assistant(out: list[ApiMessage], message: ApiMessage) -> None:
-    """The backward walk that rejoins split siblings across interleaved tool_results (§8.1 step 3)."""
-    if message.message_id is not None:
+def _append_assistant(out: list[ApiMessage], message: ApiMessage, ids: set[str]) -> None:
+    """The backward walk that rejoins split siblings across interleaved tool_results (§8.1 step 3).
+
+    ``ids``: the message ids of the assistant messages in ``out`` (updated here). The walk can only end
+    on a sibling when one is in ``out``, so a first-seen id is appended without walking.
+    """
+    if message.message_id is not None and message.message_id in ids:
         for j in range(len(out) - 1, -1, -1):
             prior = out[j]
             if prior.role == "user":
@@ -178,6 +182,8 @@ def _append_assistant(out: list[ApiMessage], message: ApiMessage) -> None:
                 prior.message_id,
             )
             return
+    if message.message_id is not None:
+        ids.add(message.message_id)
     out.append(message)
 
 
@@ -254,12 +260,14 @@ def normalize(records: Iterable[Record]) -> Request:
         The request, each message carrying the uuids of the records that formed it.
     """
     out: list[ApiMessage] = []
+    assistant_ids: set[str] = set()
     for record in records:
         if not is_sent(record):
             continue
         uuids = (record.uuid,) if record.uuid else ()
         if record.kind == "assistant":
-            _append_assistant(out, ApiMessage("assistant", tuple(_assistant_blocks(record)), uuids, record.message_id))
+            message = ApiMessage("assistant", tuple(_assistant_blocks(record)), uuids, record.message_id)
+            _append_assistant(out, message, assistant_ids)
             continue
         message = ApiMessage("user", tuple(_user_blocks(record)), uuids, is_meta=record.is_meta)
         if out and out[-1].role == "user":

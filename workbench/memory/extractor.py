@@ -26,7 +26,6 @@ from ..transcript.model import Record
 from .facts import (
     DEFAULT_MAX_RESULT_CHARS,
     DOC_FILE,
-    WS,
     SessionFacts,
     clip,
     collect_facts,
@@ -89,7 +88,7 @@ def _title(facts: SessionFacts) -> list[str]:
     requests = facts.requests
     if not requests:
         return []
-    words = WS.sub(" ", requests[0][1]).strip().split(" ")
+    words = requests[0][1].split()  # a real request is never blank
     return [" ".join(words[:10]) + (" …" if len(words) > 10 else "")]
 
 

@@ -35,10 +35,10 @@ _CORRECTION = re.compile(
     r"should not|revert|undo|that's not|thats not)\b",
     re.IGNORECASE,
 )
-_ERROR_LINE = re.compile(
-    r"^\s*(?:\*\*\s*\(|error\b|traceback\b|fatal:|failed\b|panic:)|\berror:|\b[1-9]\d* (?:failures?|errors?)\b",
-    re.IGNORECASE,
-)
+# An error line starts like an error or reports one anywhere. Two patterns rather than one alternation:
+# the start-only branch would otherwise be tried (and fail) at every position, doubling the scan time.
+_ERROR_START = re.compile(r"\s*(?:\*\*\s*\(|error\b|traceback\b|fatal:|failed\b|panic:)", re.IGNORECASE)
+_ERROR_ANYWHERE = re.compile(r"\b(?:error:|[1-9]\d* (?:failures?|errors?)\b)", re.IGNORECASE)
 _DEFINITION = re.compile(
     r"^\s*(?:async\s+)?(?:def|defp|defmodule|class|function|func|fn|interface|struct|enum)\s+([A-Za-z_][\w.!?]*)",
     re.MULTILINE,
@@ -54,7 +54,18 @@ def clip(text: str, limit: int) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    return clip(WS.sub(" ", text).strip(), limit)
+    """``text`` with each whitespace run made one space, ends stripped, clipped to ``limit``.
+
+    Same result as ``WS.sub(" ", text).strip()``: ``str.split()`` splits on exactly the characters
+    ``\\s`` matches (``str.isspace``), and is several times faster.
+    """
+    return clip(" ".join(text.split()), limit)
+
+
+def _is_error_text(text: str) -> bool:
+    """Whether ``text`` starts like an error (``Error …``, ``Traceback``, ``fatal:``, ``** (``) or reports
+    one anywhere (``error:``, ``3 failures``)."""
+    return bool(_ERROR_START.match(text) or _ERROR_ANYWHERE.search(text))
 
 
 def is_real_request(text: str) -> bool:
@@ -165,19 +176,22 @@ def collect_facts(records: Sequence[Record], max_result_chars: int = DEFAULT_MAX
                 users.append((i, text))
             continue
         if record.kind == "user":
-            for block in record.tool_results():
+            tool_results = record.tool_results()
+            for block in tool_results:
                 if block.tool_use_id:
                     results[block.tool_use_id] = (block.result_text()[:max_result_chars], block.is_error)
                     asked = pending.get(block.tool_use_id)
                     if asked and asked[1] == "AskUserQuestion" and not block.is_error:
                         users.append((i, block.result_text()))
+            if tool_results:
+                continue
             text = record.text
-            if not text.strip() or record.tool_results():
+            if not text.strip():
                 continue
             if record.is_compact_summary:
                 summaries.append((i, text))
             elif record.is_meta:
-                if _ERROR_LINE.search(text):
+                if _is_error_text(text):
                     hook_errors.append((i, text))
             elif text in queued:
                 queued.discard(text)
@@ -224,11 +238,11 @@ def collect_facts(records: Sequence[Record], max_result_chars: int = DEFAULT_MAX
 
 def first_error_line(text: str, limit: int) -> str:
     for line in text.splitlines():
-        if _ERROR_LINE.search(line):
+        if _is_error_text(line):
             return one_line(line, limit)
     return one_line(text, limit)
 
 
 def error_calls(facts: SessionFacts) -> list[ToolCall]:
     """Calls whose result is an error: flagged ``is_error``, or a shell output with an error line."""
-    return [c for c in facts.calls if c.is_error or (c.name == "Bash" and _ERROR_LINE.search(c.result))]
+    return [c for c in facts.calls if c.is_error or (c.name == "Bash" and _is_error_text(c.result))]

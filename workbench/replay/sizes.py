@@ -1,8 +1,9 @@
-"""Context sizes for the replay engine: the uncompacted size in O(1) per query, the session's
+"""Context sizes for the replay engine: the uncompacted size in O(log n) per query, the session's
 real-tokens-per-estimated-token ratio, and per-record counts computed only when a strategy asks."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -29,7 +30,7 @@ def strip_recorded_compactions(records: Sequence[Record]) -> tuple[list[Record],
 
 
 class UncompactedSize:
-    """``tokenCountWithEstimation`` over the uncompacted record list in O(1) per query."""
+    """``tokenCountWithEstimation`` over the uncompacted record list in O(log n) per query."""
 
     def __init__(
         self,
@@ -37,63 +38,60 @@ class UncompactedSize:
         rough: Sequence[int],
         boundaries: Sequence[tuple[int, Record]],
     ) -> None:
-        self.prefix = [0, *accumulate(rough)]
-        self.usage_at: list[int | None] = []
-        self.anchor_at: list[int] = []
-        self.segment_at: list[int] = []
-        last: int | None = None
-        anchor = segment = 0
-        for index, record in enumerate(records):
-            if record.is_compact_boundary:
-                segment = index
-            self.segment_at.append(segment)
-            if get_token_usage(record) is not None:
-                if last is None or record.message_id is None or records[last].message_id != record.message_id:
-                    anchor = index
-                last = index
-            self.usage_at.append(last)
-            self.anchor_at.append(anchor)
         self.records = records
+        self.prefix = [0, *accumulate(rough)]
+        #: each record's real usage (`get_token_usage`), None where it has none
+        self.usages = [get_token_usage(record) for record in records]
+        #: indices of the records with a usage, in order, and for each the index of the first record
+        #: of its response (where the estimate after that usage starts, docs §6)
+        self.measured = [index for index, usage in enumerate(self.usages) if usage is not None]
+        self.anchors: list[int] = []
+        anchor = 0
+        for k, index in enumerate(self.measured):
+            message_id = records[index].message_id
+            if k == 0 or message_id is None or records[self.measured[k - 1]].message_id != message_id:
+                anchor = index
+            self.anchors.append(anchor)
+        #: indices of the compact boundaries still in ``records`` (each starts a segment)
+        self.segments = [index for index, record in enumerate(records) if record.is_compact_boundary]
         self.offsets = self._offsets(boundaries)
         self.overhead = self._overhead()
 
     def _overhead(self) -> int:
         """What the first request measured beyond the rough size of its messages: system prompt, tool
         definitions, CLAUDE.md (not in transcripts). 0 when the session has no usage."""
-        first = next((i for i, r in enumerate(self.records) if get_token_usage(r) is not None), None)
-        if first is None:
+        if not self.measured:
             return 0
+        first = self.measured[0]
         while first > 0 and self.records[first - 1].message_id == self.records[first].message_id:
             first -= 1
-        return max(0, prompt_tokens(get_token_usage(self.records[first]) or {}) - self.prefix[first])
+        return max(0, prompt_tokens(self.usages[first] or {}) - self.prefix[first])
 
     def _offsets(self, boundaries: Sequence[tuple[int, Record]]) -> list[tuple[int, int]]:
         """(first index whose usage is post-boundary, tokens the recorded compaction removed)."""
         out = []
         for position, boundary in boundaries:
             pre = boundary.compact_metadata.get("preTokens")
-            first_call = next(
-                (i for i in range(position, len(self.records)) if get_token_usage(self.records[i]) is not None), None
-            )
-            if not isinstance(pre, int) or first_call is None:
+            k = bisect_left(self.measured, position)
+            if not isinstance(pre, int) or k == len(self.measured):
                 continue
-            usage = get_token_usage(self.records[first_call]) or {}
+            first_call = self.measured[k]
             between = self.prefix[first_call] - self.prefix[position]
-            out.append((first_call, pre + between - prompt_tokens(usage)))
+            out.append((first_call, pre + between - prompt_tokens(self.usages[first_call] or {})))
         return out
 
     def before(self, index: int) -> int:
         """Context size just before ``records[index]`` is sent."""
         if index == 0:
             return 0
-        last = self.usage_at[index - 1]
-        segment = self.segment_at[index - 1]
-        if last is None or last < segment:  # nothing measured yet in this segment: rough + overhead
+        k = bisect_right(self.measured, index - 1) - 1  # the last usage before ``index``
+        b = bisect_right(self.segments, index - 1) - 1
+        segment = self.segments[b] if b >= 0 else 0
+        if k < 0 or self.measured[k] < segment:  # nothing measured yet in this segment: rough + overhead
             return self.overhead + self.prefix[index] - self.prefix[segment]
-        anchor = self.anchor_at[index - 1]
-        base = usage_tokens(get_token_usage(self.records[last]) or {})
+        last, anchor = self.measured[k], self.anchors[k]
         offset = sum(removed for first, removed in self.offsets if last >= first)
-        return base + offset + self.prefix[index] - self.prefix[anchor + 1]
+        return usage_tokens(self.usages[last] or {}) + offset + self.prefix[index] - self.prefix[anchor + 1]
 
 
 def session_scale(

@@ -80,9 +80,11 @@ def _compactable_ids(records: Sequence[Record], tools: frozenset[str]) -> list[s
 
 
 def time_based_microcompact(view: ContextView, config: TimeBasedConfig) -> Compaction | None:
+    if not config.enabled or view.is_subagent:
+        return None
     records = list(view.records)
     last_assistant = next((r for r in reversed(records) if r.kind == "assistant"), None)
-    if not config.enabled or view.is_subagent or last_assistant is None:
+    if last_assistant is None:
         return None
     gap = _minutes_between(last_assistant.timestamp, view.timestamp)
     if gap is None or gap < config.gap_threshold_minutes:
@@ -118,6 +120,15 @@ def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compactio
     return in_place("microcompact-truncate", "pct", records, new, {"truncated": changed})
 
 
+def _results_by_size(record: Record) -> list[tuple[int, str, Block]]:
+    """``(js_len, text, block)`` of each tool_result in ``record``, largest first (ties keep their order)."""
+    results = []
+    for block in record.tool_results():
+        text = block.result_text()
+        results.append((js_len(text), text, block))
+    return sorted(results, key=lambda result: -result[0])
+
+
 def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, *, start: int = 0) -> Compaction | None:
     """Large results become a ``<persisted-output>`` preview (docs §3.7).
 
@@ -125,25 +136,24 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, 
     """
     if not config.enabled:
         return None
-    records = list(view.records)
     too_big: set[str] = set()
-    for record in records[start:]:
+    for record in view.records[start:]:
         if record.kind != "user":
             continue
-        results = sorted(record.tool_results(), key=lambda b: -js_len(b.result_text()))
-        total = sum(js_len(b.result_text()) for b in results)
-        for block in results:
-            size = js_len(block.result_text())
+        results = _results_by_size(record)
+        total = sum(size for size, _, _ in results)
+        for size, text, block in results:
             if (
                 block.tool_use_id
-                and "<persisted-output>" not in block.result_text()
                 and (size > config.max_result_chars or total > config.max_message_chars)
+                and "<persisted-output>" not in text
             ):
                 too_big.add(block.tool_use_id)
                 total -= size
 
     if not too_big:
         return None
+    records = list(view.records)
 
     def preview(block: Block) -> str | None:
         text = block.result_text()

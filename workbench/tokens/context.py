@@ -67,9 +67,9 @@ def get_token_usage(record: Record) -> Mapping[str, Any] | None:
     """``getTokenUsage``: an assistant record's usage unless the record is synthetic."""
     if record.kind != "assistant" or record.usage is None or record.model == "<synthetic>":
         return None
-    first_text = next((b.text for b in record.blocks if b.kind == "text"), None)
-    if first_text is not None and first_text in SYNTHETIC_TEXTS:
-        return None
+    for block in record.blocks:
+        if block.kind == "text":  # only the first text block is compared
+            return None if block.text in SYNTHETIC_TEXTS else record.usage
     return record.usage
 
 
