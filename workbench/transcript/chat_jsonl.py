@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -301,7 +302,7 @@ class ChatJsonlLoader:
         session = session_from_messages(obj, session_id=sid, source=str(path))
         # Skips inside one conversation name the file line; the message index is in the reason.
         skipped = tuple(Skip(s.file, number, s.reason, chunk) for s in session.skipped)
-        return Session(**{**_fields(session), "skipped": skipped})
+        return replace(session, skipped=skipped)
 
     @staticmethod
     def _message_file(path: Path, parsed: list[tuple[int, Any, bytes, str | None]], n: int, trailing: bool) -> Session:
@@ -338,10 +339,6 @@ class ChatJsonlLoader:
             capabilities=_capabilities(records),
             metadata={"renamed_tool_ids": ids.renamed} if ids.renamed else {},
         )
-
-
-def _fields(session: Session) -> dict[str, Any]:
-    return {name: getattr(session, name) for name in Session.__dataclass_fields__}
 
 
 register(ChatJsonlLoader())

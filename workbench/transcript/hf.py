@@ -58,7 +58,7 @@ __all__ = [
 PRESETS = ("history", "messages", "trajectory", "conversations")
 ID_COLUMNS = ("instance_id", "session_id", "conversation_id", "traj_id", "id")
 _RECORD_FIELDS = tuple(f.name for f in fields(Record))
-_SESSION_FIELDS = tuple(f.name for f in fields(Session) if f.name != "records")
+_SESSION_FIELDS = tuple(f.name for f in fields(Session) if f.init and f.name != "records")  # not memo fields
 _ROLE_ALIASES = {"ai": "assistant", "gpt": "assistant", "model": "assistant", "bot": "assistant", "human": "user"}
 
 
