@@ -13,13 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from ..transcript.model import Record
 
-__all__ = ["Compaction", "ContextView", "Strategy", "StrategyConfig", "prefix_key"]
+__all__ = ["Compaction", "ContextView", "NameSet", "Strategy", "StrategyConfig", "prefix_key"]
+
+
+#: A set of names in a config. Serialised to JSON sorted: a frozenset iterates in hash order, which
+#: changes between processes, and config hashes / cell ids / ``--json`` output must not.
+NameSet = Annotated[frozenset[str], PlainSerializer(sorted, return_type=list[str], when_used="json")]
 
 
 class StrategyConfig(BaseModel):

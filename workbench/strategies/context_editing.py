@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 from ..api.normalize import is_sent
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .recent_window import prompt_indices
 from .records import compact_boundary, summary_message
 from .registry import register
@@ -61,7 +61,7 @@ class ClearToolUsesConfig(StrategyConfig):
     trigger: InputTokens | ToolUses = InputTokens(value=100_000)
     keep: ToolUses = ToolUses(value=3)
     clear_at_least: InputTokens | None = None
-    exclude_tools: frozenset[str] = frozenset()
+    exclude_tools: NameSet = frozenset()
     clear_tool_inputs: bool = False
     placeholder: str = Field("[Tool result cleared by context editing]", min_length=1)
 

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..tokens.js import js_len
 from ..transcript.model import Block, Record
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .registry import register
 from .rewrite import in_place, rewrite_tool_results
 
@@ -42,7 +42,7 @@ class TimeBasedConfig(StrategyConfig):
     enabled: bool = False
     gap_threshold_minutes: float = Field(60, gt=0)
     keep_recent: int = Field(5, ge=0)
-    compactable_tools: frozenset[str] = COMPACTABLE_TOOLS
+    compactable_tools: NameSet = COMPACTABLE_TOOLS
 
 
 class TruncateConfig(StrategyConfig):
@@ -52,7 +52,7 @@ class TruncateConfig(StrategyConfig):
     pct_of_window: float = Field(60, gt=0, le=100)
     keep_chars: int = Field(2_000, gt=0)
     keep_recent: int = Field(5, ge=0)
-    compactable_tools: frozenset[str] = COMPACTABLE_TOOLS
+    compactable_tools: NameSet = COMPACTABLE_TOOLS
 
 
 class ToolResultBudgetConfig(StrategyConfig):

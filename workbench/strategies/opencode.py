@@ -36,7 +36,7 @@ from pydantic import Field
 
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .recent_window import (
     is_added,
     is_prompt,
@@ -132,7 +132,7 @@ class OpenCode(Strategy):
 class PruneConfig(StrategyConfig):
     protect_tokens: int = Field(40_000, ge=0, description="PRUNE_PROTECT")
     minimum_tokens: int = Field(20_000, ge=0, description="PRUNE_MINIMUM")
-    protected_tools: frozenset[str] = frozenset({"skill"})
+    protected_tools: NameSet = frozenset({"skill"})
     protected_turns: int = Field(2, ge=0)
     mode: Literal["turn_end", "every_step"] = "turn_end"
 
