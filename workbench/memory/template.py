@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..tokens.js import js_len, rough_tokens
 
@@ -112,6 +113,9 @@ class MemorySection:
         head = f"{self.heading}\n_{self.description}_"
         return f"{head}\n{self.content}" if self.content else head
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> MemorySection:
+        return self  # immutable: a replay fork shares it
+
 
 @dataclass(frozen=True, slots=True)
 class SessionMemory:
@@ -122,6 +126,9 @@ class SessionMemory:
     """
 
     sections: tuple[MemorySection, ...]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SessionMemory:
+        return self  # immutable: a replay fork shares it
 
     @classmethod
     def empty(cls) -> SessionMemory:

@@ -135,12 +135,24 @@ if hasattr(os, "register_at_fork"):
 
 
 _SHARED: dict[tuple[str, Path], CachedEstimator] = {}
+_DEFAULT: dict[tuple[str | None, ...], CachedEstimator] = {}
+
+
+def _root_env() -> tuple[str | None, ...]:
+    """What `workbench.cache.cache_root` depends on."""
+    return tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))
 
 
 def cached_estimator(name: str, path: Path | None = None) -> CachedEstimator:
     """The cached estimator for ``name``; one shared instance per (name, cache file) in a process."""
+    if path is None:  # the default file follows WORKBENCH_CACHE_DIR, looked up without touching the disk
+        fast = _DEFAULT.get((name, *_root_env()))
+        if fast is not None:
+            return fast
     resolved = path or cache_root() / "token-counts.sqlite"
     key = (name, resolved)
     if key not in _SHARED:
         _SHARED[key] = CachedEstimator(get_estimator(name), resolved)
+    if path is None:
+        _DEFAULT[(name, *_root_env())] = _SHARED[key]
     return _SHARED[key]
