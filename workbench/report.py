@@ -195,16 +195,7 @@ def report(
             how="left",
         )
     else:
-        for column in (
-            "dropped_facts",
-            "dropped_facts_kept",
-            "needed_facts",
-            "needed_facts_kept",
-            "dropped_recall",
-            "needed_recall",
-            "summary_tokens",
-            "section_coverage",
-        ):
+        for column in FIDELITY_COLUMNS:
             table[column] = None
     strategies = _pooled(table)
     reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()

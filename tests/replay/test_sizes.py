@@ -49,3 +49,14 @@ def test_before_matches_a_direct_scan(claude_sessions, strip: bool) -> None:
             assert size.before(index) == scan_before(size, records, rough, index), (session.id, index)
             checked += 1
     assert checked > 1000 and boundaries_seen > 0
+
+
+def test_session_scale_takes_the_calls_the_engine_already_has(claude_sessions) -> None:
+    from workbench.replay.sizes import session_scale
+    from workbench.tokens.estimators import get_estimator
+    from workbench.transcript.steps import api_calls
+
+    for session in claude_sessions:
+        records = session.conversation()
+        counts = get_estimator("claude-rough").count_many(records)
+        assert session_scale(records, counts, calls=api_calls(records)) == session_scale(records, counts)

@@ -1,4 +1,4 @@
-"""`api_calls`: grouping by ``message.id`` and the reuse of the last answer for the same records."""
+"""`api_calls`: grouping by ``message.id``; asking again (same or changed records) gives a fresh, correct answer."""
 
 from __future__ import annotations
 

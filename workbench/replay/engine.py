@@ -82,10 +82,12 @@ class _Prepared:
         self.measure = cached_estimator(estimator)
         self.size = UncompactedSize(self.records, rough_all, boundaries)
         counted = rough_all if estimator == "claude-rough" else self.measure.count_many(self.records)
-        self.scale = session_scale(self.records, counted, end=boundaries[0][0] if boundaries else None)
+        self.calls: list[ApiCall] = api_calls(self.records)
+        self.scale = session_scale(
+            self.records, counted, end=boundaries[0][0] if boundaries else None, calls=self.calls
+        )
         self.rough_of = dict(zip((id(r) for r in self.records), rough_all, strict=True))
         self.padded_of = dict(zip((id(r) for r in self.records), padded_all, strict=True))
-        self.calls: list[ApiCall] = api_calls(self.records)
         self.originals = original_thinking_blocks(self.records)
         # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
         self.guarded = session.metadata.get("query_source") in ("compact", "session_memory")

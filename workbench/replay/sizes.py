@@ -10,7 +10,7 @@ from itertools import accumulate
 from ..tokens.cache import cached_estimator
 from ..tokens.context import get_token_usage, prompt_tokens, usage_tokens
 from ..transcript.model import Record
-from ..transcript.steps import api_calls
+from ..transcript.steps import ApiCall, api_calls
 
 __all__ = ["LazyCounts", "UncompactedSize", "session_scale", "strip_recorded_compactions"]
 
@@ -100,6 +100,7 @@ def session_scale(
     *,
     end: int | None = None,
     bounds: tuple[float, float] = (0.5, 3.0),
+    calls: Sequence[ApiCall] | None = None,
 ) -> float:
     """Real tokens per estimated token in this session, from its recorded usage.
 
@@ -107,9 +108,9 @@ def session_scale(
     ``overhead = prompt(first) − Σ estimate(before first)``. The ratio is then
     ``(prompt(last) − overhead) / Σ estimate(before last)`` at the last call before any recorded compact
     boundary (or before ``end``, where stripped boundaries were), the widest lever, clamped to
-    ``bounds``; 1.0 where the session has no usage.
+    ``bounds``; 1.0 where the session has no usage. ``calls``: ``api_calls(records)`` if already known.
     """
-    calls = [c for c in api_calls(records) if c.usage(records) is not None]
+    calls = [c for c in (api_calls(records) if calls is None else calls) if c.usage(records) is not None]
     boundary = next((i for i, r in enumerate(records) if r.is_compact_boundary), len(records))
     if end is not None:
         boundary = min(boundary, end)

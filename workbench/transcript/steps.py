@@ -45,28 +45,8 @@ def is_real_assistant(record: Record) -> bool:
     return record.kind == "assistant" and record.model != "<synthetic>" and not record.is_api_error
 
 
-#: The last `api_calls` argument (as a tuple) and answer. The replay engine and
-#: `workbench.replay.sizes.session_scale` ask for the calls of the same records one after the other.
-_last: tuple[tuple[Record, ...], tuple[ApiCall, ...]] | None = None
-
-
 def api_calls(records: Sequence[Record]) -> list[ApiCall]:
-    """The API calls in ``records`` in order of their first record.
-
-    The previous answer is reused when ``records`` are the same records again (compared by identity
-    first, which is what makes the check cheap; equal records give equal calls anyway).
-    """
-    global _last
-    key = tuple(records)
-    last = _last
-    if last is not None and last[0] == key:
-        return list(last[1])
-    calls = _api_calls(key)
-    _last = (key, tuple(calls))
-    return calls
-
-
-def _api_calls(records: Sequence[Record]) -> list[ApiCall]:
+    """The API calls in ``records`` in order of their first record."""
     order: list[str | int] = []
     groups: dict[str | int, list[int]] = {}
     for index, record in enumerate(records):
