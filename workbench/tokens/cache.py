@@ -54,7 +54,7 @@ class CachedEstimator:
     def __init__(self, inner: Estimator, path: Path | None = None) -> None:
         self.inner = inner
         self.name = inner.name
-        self.path = path or cache_root() / "token-counts.sqlite"
+        self.path = path or _default_path()
         self.stats = CacheStats()
         self._lock = threading.Lock()
         self._memo: dict[str, int] = {}  # what this process has already read or computed
@@ -135,24 +135,20 @@ if hasattr(os, "register_at_fork"):
 
 
 _SHARED: dict[tuple[str, Path], CachedEstimator] = {}
-_DEFAULT: dict[tuple[str | None, ...], CachedEstimator] = {}
+_DEFAULT_PATHS: dict[tuple[str | None, ...], Path] = {}
 
 
-def _root_env() -> tuple[str | None, ...]:
-    """What `workbench.cache.cache_root` depends on."""
-    return tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))
+def _default_path() -> Path:
+    """The default cache file for the current environment, resolved (and its folder created) once."""
+    env = tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))  # cache_root's inputs
+    if env not in _DEFAULT_PATHS:
+        _DEFAULT_PATHS[env] = cache_root() / "token-counts.sqlite"
+    return _DEFAULT_PATHS[env]
 
 
 def cached_estimator(name: str, path: Path | None = None) -> CachedEstimator:
     """The cached estimator for ``name``; one shared instance per (name, cache file) in a process."""
-    if path is None:  # the default file follows WORKBENCH_CACHE_DIR, looked up without touching the disk
-        fast = _DEFAULT.get((name, *_root_env()))
-        if fast is not None:
-            return fast
-    resolved = path or cache_root() / "token-counts.sqlite"
-    key = (name, resolved)
+    key = (name, path or _default_path())
     if key not in _SHARED:
-        _SHARED[key] = CachedEstimator(get_estimator(name), resolved)
-    if path is None:
-        _DEFAULT[(name, *_root_env())] = _SHARED[key]
+        _SHARED[key] = CachedEstimator(get_estimator(name), key[1])
     return _SHARED[key]
