@@ -47,6 +47,8 @@ def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]
     by_kind: Counter[str] = Counter()
     warnings = []
     for session in sessions:
+        if session.is_inline:  # a view of lines its main session owns
+            continue
         for record in session.records:
             by_kind[record.kind] += 1
             if session.format == "claude-code" and record.kind not in KNOWN_TYPES:
@@ -61,8 +63,8 @@ def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]
     different = [s.source for s in checked if not round_trips(s)]
     return {
         "files": len(report.files),
-        "lines": sum(s.lines for s in sessions),
-        "records": sum(len(s.records) for s in sessions),
+        "lines": sum(s.lines for s in sessions if not s.is_inline),  # inline sub-agents: lines their main owns
+        "records": sum(len(s.records) for s in sessions if not s.is_inline),
         "sessions": len(sessions),
         "subagent_sessions": sum(s.is_subagent for s in sessions),
         "skipped": [skip.as_dict() for s in sessions for skip in s.skipped],
@@ -142,6 +144,8 @@ def export(
     _fail_if_nothing(sessions, report)
     written = []
     for session in sessions:
+        if session.is_inline:  # its lines are written with the main session that owns the file
+            continue
         root = next(
             (p for p in paths if p.is_dir() and session.source and Path(session.source).is_relative_to(p)), None
         )

@@ -1,5 +1,16 @@
 """Prices: the dated table in ``workbench/data/pricing.csv`` (USD per million tokens; its header names the
-date and the source) and the lookup by model id, exact then by family without the date suffix."""
+date and the source), the lookup by model id (exact, then by family without the date suffix) and
+`tokens_dollars`, the price of one response's tokens.
+
+**Long context.** Models with a 1M-token context window (Sonnet 4 and 4.5 in the table) charge more for
+tokens beyond 200k. `tokens_dollars` applies it the way ccusage 20 does (``rust/crates/ccusage/src/cost.rs``,
+``tiered_cost``, read at ryoppippi/ccusage@5816e640): *each token kind of one response separately* — the
+first 200,000 tokens of that kind at the base rate, the rest at the ``*_200k`` rate — and the 1-hour cache
+write at twice the input rate (``CACHE_CREATE_1H_INPUT_MULTIPLIER``). Anthropic's pricing page states the
+rule per request (a request whose input exceeds 200k tokens is priced at the long-context rates as a whole);
+we mirror ccusage so that ``recorded_cost_usd`` is the figure Claude Code users see, and use the same rule
+in the simulation so the two stay comparable (README, Metrics, says what the other rule would change).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +21,20 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-__all__ = ["DEFAULT_MODEL", "Price", "known_price", "load_pricing", "price_for", "price_or_none"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "LONG_CONTEXT_THRESHOLD",
+    "Price",
+    "known_price",
+    "load_pricing",
+    "price_for",
+    "price_or_none",
+    "tokens_dollars",
+]
 
 DEFAULT_MODEL = "claude-opus-4-6"
+#: Tokens of one kind in one response above which the long-context rate applies (ccusage ``tiered_cost``).
+LONG_CONTEXT_THRESHOLD = 200_000
 
 
 @dataclass(frozen=True)
@@ -26,6 +48,44 @@ class Price:
     cache_read: float
     output: float
     certain: bool = True
+    input_200k: float | None = None
+    cache_write_5m_200k: float | None = None
+    cache_write_1h_200k: float | None = None
+    cache_read_200k: float | None = None
+    output_200k: float | None = None
+
+
+_KINDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
+
+
+def _optional(value: str | None) -> float | None:
+    return float(value) if value not in (None, "") and str(value).strip() else None
+
+
+def _tiered(tokens: float, base: float, above: float | None) -> float:
+    """ccusage's ``tiered_cost``: tokens of one kind, the part above 200k at the long-context rate."""
+    if above is not None and tokens > LONG_CONTEXT_THRESHOLD:
+        return LONG_CONTEXT_THRESHOLD * base + (tokens - LONG_CONTEXT_THRESHOLD) * above
+    return tokens * base
+
+
+def tokens_dollars(
+    price: Price,
+    *,
+    input: float = 0,
+    cache_write_5m: float = 0,
+    cache_write_1h: float = 0,
+    cache_read: float = 0,
+    output: float = 0,
+) -> float:
+    """Dollars of one response's tokens (long-context tiers per token kind, as ccusage 20)."""
+    return (
+        _tiered(input, price.input, price.input_200k)
+        + _tiered(cache_write_5m, price.cache_write_5m, price.cache_write_5m_200k)
+        + _tiered(cache_write_1h, price.cache_write_1h, price.cache_write_1h_200k)
+        + _tiered(cache_read, price.cache_read, price.cache_read_200k)
+        + _tiered(output, price.output, price.output_200k)
+    ) / 1e6
 
 
 def load_pricing(path: str | None = None) -> dict[str, Price]:
@@ -46,6 +106,7 @@ def load_pricing(path: str | None = None) -> dict[str, Price]:
             float(row["cache_read"]),
             float(row["output"]),
             row.get("certain", "yes").strip() == "yes",
+            *(_optional(row.get(f"{kind}_200k")) for kind in _KINDS),
         )
     return table
 

@@ -8,6 +8,16 @@ metadata lines such as ``file-history-snapshot``, ``progress``, ``summary``, ``q
 Sub-agent transcripts live at ``<session>/subagents/agent-<id>.jsonl`` (docs §7.1); their records carry
 the parent's ``sessionId`` and their own ``agentId``, so the Session gets id
 ``<parent>/agent-<agentId>`` and ``parent_session_id`` from the folder (or the records' ``sessionId``).
+
+Claude Code v1.0.x wrote sub-agent turns *inline* in the main file instead (``isSidechain: true``, no
+``agentId``). `inline_sidechain_sessions` builds each such chain into its own sub-agent session, replayed
+and priced like a file-based one: the chain is the sidechain records linked by ``parentUuid`` (its root is
+the sidechain record whose parent is not a sidechain record, usually ``null``: the Task prompt), the id is
+``<parent>/agent-<first 8 characters of the root uuid>`` (longer if two roots of a file share them), and
+``metadata["inline_in"]`` names the main session. The main session keeps every line of the file (its
+`Session.conversation` leaves the sidechain records out), so it still exports byte-identical and
+``lines == records + skipped`` holds over the file; an inline session is a view of lines its main session
+owns (``lines`` = its records, `Session.is_inline`), which export and ``ingest`` line totals skip.
 """
 
 from __future__ import annotations
@@ -20,7 +30,14 @@ from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
-__all__ = ["CHAIN_TYPES", "KNOWN_TYPES", "ClaudeCodeLoader", "parse_line", "record_from_json"]
+__all__ = [
+    "CHAIN_TYPES",
+    "KNOWN_TYPES",
+    "ClaudeCodeLoader",
+    "inline_sidechain_sessions",
+    "parse_line",
+    "record_from_json",
+]
 
 #: Conversation ("chain") entries, docs §7.2.
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment"})
@@ -153,6 +170,61 @@ def _query_source(agent_id: str | None) -> str:
     return "compact" if agent_id.startswith("acompact") else "agent"
 
 
+def inline_sidechain_sessions(main: Session) -> list[Session]:
+    """The v1.0.x sub-agent chains written inline in a main session's file, one sub-agent session each."""
+    if main.is_subagent:
+        return []
+    side = [r for r in main.records if r.is_sidechain]
+    if not side:
+        return []
+    by_uuid = {r.uuid: r for r in side if r.uuid}
+    roots: dict[int, Record] = {}
+
+    def root_of(record: Record) -> Record:
+        seen: set[str] = set()
+        while record.parent_uuid in by_uuid and record.parent_uuid not in seen:
+            seen.add(record.parent_uuid)
+            record = by_uuid[record.parent_uuid]
+        return record
+
+    chains: dict[int, list[Record]] = {}
+    for record in side:
+        root = root_of(record)
+        roots[id(root)] = root
+        chains.setdefault(id(root), []).append(record)
+    names: dict[int, str] = {}
+    for key, root in roots.items():
+        full = (root.uuid or f"line{root.line_no}").replace("-", "")
+        others = [(r.uuid or "").replace("-", "") for k, r in roots.items() if k != key]
+        width = 8
+        while any(other[:width] == full[:width] for other in others):
+            width += 4
+            if width >= len(full):
+                break
+        names[key] = full[:width]
+    sessions = []
+    for key, chain in chains.items():
+        models = tuple(dict.fromkeys(r.model for r in chain if r.model and r.model != "<synthetic>"))
+        sessions.append(
+            Session(
+                id=f"{main.id}/agent-{names[key]}",
+                records=tuple(chain),
+                source=main.source,
+                format="claude-code",
+                session_id=main.session_id,
+                parent_session_id=main.id,
+                agent_id=names[key],
+                models=models or main.models,
+                client_version=main.client_version,
+                lines=len(chain),
+                trailing_newline=main.trailing_newline,
+                capabilities=main.capabilities,
+                metadata={"query_source": "agent", "inline_in": main.id},
+            )
+        )
+    return sessions
+
+
 class ClaudeCodeLoader:
     """Claude Code session transcripts: one session per ``.jsonl`` file."""
 
@@ -177,7 +249,8 @@ class ClaudeCodeLoader:
         for number, chunk in enumerate(lines, start=1):
             item = parse_line(chunk, source=source, line_no=number)
             (skipped if isinstance(item, Skip) else records).append(item)  # type: ignore[arg-type]
-        return [self._session(path, records, skipped, len(lines), trailing)]
+        main = self._session(path, records, skipped, len(lines), trailing)
+        return [main, *inline_sidechain_sessions(main)]
 
     @staticmethod
     def _session(path: Path, records: list[Record], skipped: list[Skip], n_lines: int, trailing: bool) -> Session:

@@ -47,7 +47,7 @@ def export_session(session: Session, out_dir: Path, *, root: Path | None = None)
 def round_trips(session: Session) -> bool | None:
     """Whether the session exports byte-identical to its source file; None where that is not promised
     (formats whose export is not their source format, or sessions that do not own a whole file)."""
-    if session.format != "claude-code" or not session.source:
+    if session.format != "claude-code" or not session.source or session.is_inline:
         return None
     try:
         original = Path(session.source).read_bytes()

@@ -341,6 +341,12 @@ class Session:
     def is_subagent(self) -> bool:
         return self.agent_id is not None
 
+    @property
+    def is_inline(self) -> bool:
+        """A view of lines another session's file owns (v1.0.x inline sub-agent chains): export, round trip
+        and line totals count those lines once, in the owning session."""
+        return bool(self.metadata.get("inline_in"))
+
     def __len__(self) -> int:
         return len(self.records)
 
