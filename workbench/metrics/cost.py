@@ -1,202 +1,85 @@
-"""Cost: dollars per session under a prompt-cache simulation, calibrated against recorded usage.
+"""Cost: dollars per session × strategy under the prompt-cache simulation, and its calibration against the
+recorded bill.
 
-**Prices** come from the dated table ``workbench/data/pricing.csv`` (USD per million tokens: input,
-5-minute cache write, 1-hour cache write, cache read, output; its header names date and source).
-`price_for` matches a model exactly, then by family prefix (date suffix dropped).
+Three modules, one concern each: `workbench.metrics.pricing` (the dated price table, long-context tiers),
+`workbench.metrics.bill` (the recorded bill, ``recorded_cost_usd``, equal to ccusage's), and
+`workbench.metrics.cache_sim` (which prompt tokens are read, written or sent uncached, with the cache-miss
+rule). This module prices the simulation and adds the compaction calls.
 
-**Cache simulation** (`simulate_cache`, one session × strategy). Each step's prompt is
-``context_tokens`` (the replay's prompt size). Claude Code puts a cache breakpoint on the last
-message, so a request reads from the cache the longest prefix it shares with the previous request and
-writes the rest (the recorded usage shows exactly that: ``cache_read(k) ≈ prompt(k−1)``):
+**Definitions.** ``cost_usd`` = Σ steps (input·p_in + write·p_write + read·p_read + output·p_out, long-context
+tiers as in `workbench.metrics.pricing`) + the strategy's compaction calls; ``cost_per_1k_steps`` =
+``cost_usd / steps × 1000``; ``summarizer_share`` = compaction-call cost / ``cost_usd``. Output tokens are
+the recorded ones (open-loop replay: the future is the same under every strategy; the bill's output per
+response, see `workbench.metrics.bill` for the undercount and its estimate).
 
-* no compaction before step *k*: ``read = min(prompt(k−1), prompt(k))``; ``write = prompt(k) − read``;
-* a compaction (or content clearing) before step *k* invalidates from the first changed block:
-  ``read = static prefix + the tokens before the first dropped record`` for edits in place (events
-  without ``keep_start``, e.g. microcompact), or just the static prefix when the history head was
-  replaced (summary-based compactions, recorded compactions);
-* a gap longer than the cache TTL since the previous call (5 min, or 1 h when the session's recorded
-  usage wrote 1-hour cache) expires everything: ``read = 0``;
-* the first call reads the static prefix (system prompt and tools cached across sessions): the
-  session's recorded first-call ``cache_read_input_tokens`` when known, else 0. The static prefix
-  after a compaction is the same number.
+**Compaction calls, priced once.**
 
-Output tokens are the recorded ones (open-loop replay: the future is the same under every strategy).
+* ``recorded``: Claude Code's real compaction calls are in the corpus as their own sessions, the
+  compaction agents (``agent-acompact-*`` transcripts: agent id prefix ``acompact``, the loader's
+  ``metadata["query_source"] == "compact"``). Under ``recorded`` they are priced as they are (their own
+  rows), and no summariser call is simulated for a ``recorded-compact`` event.
+* every other strategy: the compaction agents are an artefact of what Claude Code did, so their rows
+  cost 0 (``compaction_agent`` marks them), and each summary the strategy itself writes adds one simulated
+  summariser call that reads the dropped context (``tokens_before − (tokens_after − summary_tokens)``, ≥ 0)
+  and writes the summary (rough chars/4 tokens) as output. The read is priced as a cache read by default:
+  Claude Code's compaction is a forked call that reuses the main conversation's prompt cache (the
+  compaction agents record ~165k cache-read tokens per call); ``summarizer_input="input"`` prices it
+  uncached instead.
+* ``none`` compacts nothing and carries no compaction cost.
 
-**Summariser calls.** Each event with a summary adds one call that reads the dropped context
-(``tokens_before − (tokens_after − summary_tokens)``, ≥ 0) and writes the summary (rough chars/4
-tokens) as output. The read is priced as a cache read by default: Claude Code's compaction is a
-forked call that reuses the main conversation's prompt cache (the corpus' ``agent-acompact-*``
-transcripts record ~165k cache-read tokens per compaction call); ``summarizer_input="input"`` prices it
-uncached instead.
+Worked example (claude-opus-4-6: input $5, write $6.25, read $0.50, output $25 per MTok; no static
+prefix; calls one minute apart; output 100 tokens each; recorded input_tokens 0): prompts 10k, 12k, then
+a summary compaction leaves 3k (``tokens_before`` 14k, summary 1k tokens). Step 0 writes 10k; step 1 reads
+10k, writes 2k; step 2 reads 0 (history head replaced), writes 3k. Steps: 15k·6.25 + 10k·0.50 + 300·25 =
+$0.10625; summariser: reads 14k − (3k − 1k) = 12k ($0.006), writes 1k output ($0.025) → ``cost_usd`` =
+$0.13725.
 
-**Definitions.** ``cost_usd`` = Σ steps (input·p_in + write·p_write + read·p_read + output·p_out) +
-summariser calls; ``cost_per_1k_steps`` = ``cost_usd / steps × 1000``; ``summarizer_share`` = summariser
-cost / ``cost_usd``.
-
-Worked example (claude-opus-4-6: write $6.25, read $0.50, output $25 per MTok; no static prefix; calls
-one minute apart; output 100 tokens each): prompts 10k, 12k, then a summary compaction leaves 3k
-(``tokens_before`` 14k, summary 1k tokens). Step 0 writes 10k; step 1 reads 10k, writes 2k; step 2 reads
-0 (history head replaced), writes 3k. Steps: 15k·6.25 + 10k·0.50 + 300·25 = $0.10625; summariser:
-reads 14k − (3k − 1k) = 12k ($0.006), writes 1k output ($0.025) → ``cost_usd`` = $0.13725.
-
-**Calibration** (`calibrate_cost`): for ``none``/``recorded`` replays, simulated per-call cache reads and
-writes are compared with the recorded ``usage`` of the same calls; ``cost_error`` = |simulated −
-recorded| / recorded dollars per session (``none`` only on sessions without recorded compactions).
+**Calibration** (`calibrate_cost`): for ``none``/``recorded`` replays, the simulated dollars of each session
+are compared with its recorded bill (``recorded_cost_usd``); ``cost_error`` = |simulated − recorded| /
+recorded, ``signed_error`` the same with its sign (``none`` only on sessions without recorded
+compactions). ``modelled_cost_usd``/``modelled_error`` price the ``recorded`` replay with the
+counterfactual rule (misses modelled, not observed): how well the rule every other strategy gets does
+where the truth is known. `dollar_weighted_error` pools sessions by dollars, with a bootstrap interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
-from ..replay.engine import strip_recorded_compactions
-from ..tokens.cache import cached_estimator
-from ..tokens.context import prompt_tokens
 from ..transcript.model import Session
-from ..transcript.steps import api_calls
-from ._common import KEYS, as_list, ensure_keys, session_map
-from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, price_for, price_or_none
+from ._common import KEYS, ensure_keys, session_map
+from .bill import bill_sessions
+from .cache_sim import TTL_1H, TTL_5M, SessionCallInfo, miss_causes, session_call_info, simulate_cache
+from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, price_for, price_or_none, tokens_dollars
 
 __all__ = [
+    "TTL_1H",
+    "TTL_5M",
     "Price",
     "SessionCallInfo",
     "calibrate_cost",
     "cost_sessions",
     "cost_steps",
+    "dollar_weighted_error",
+    "is_compaction_agent",
     "known_price",
     "load_pricing",
+    "miss_causes",
     "price_for",
     "session_call_info",
     "simulate_cache",
 ]
 
-TTL_5M = 300.0
-TTL_1H = 3600.0
 
-
-@dataclass(frozen=True)
-class SessionCallInfo:
-    """What the cost simulation needs from a session, per step (aligned with its replay steps)."""
-
-    models: list[str | None]
-    times: list[float | None]
-    output: list[int]
-    usage: list[Mapping[str, Any] | None]
-    static_prefix: int
-    ttl: float
-    rough_before: dict[str, int]
-    scale: float
-
-
-def _seconds(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def session_call_info(session: Session, *, strip: bool = True) -> SessionCallInfo:
-    """Per-call model, time, recorded output and usage; the static prefix and cache TTL of the session."""
-    records = session.conversation()
-    if strip:
-        records, _ = strip_recorded_compactions(records)
-    calls = api_calls(records)
-    usages = [c.usage(records) for c in calls]
-
-    def written(usage: Mapping[str, Any] | None, key: str) -> int:
-        return int(((usage or {}).get("cache_creation") or {}).get(key) or 0)
-
-    one_hour = sum(written(u, "ephemeral_1h_input_tokens") for u in usages)
-    five = sum(written(u, "ephemeral_5m_input_tokens") for u in usages)
-    first = next((u for u in usages if u), None) or {}
-    rough = cached_estimator("claude-rough").count_many(records)
-    before: dict[str, int] = {}
-    total = 0
-    for record, count in zip(records, rough, strict=True):
-        if record.uuid is not None and record.uuid not in before:
-            before[record.uuid] = total
-        total += count
-    from ..replay.engine import session_scale
-
-    # A call without a model name is priced as the session's model; a session of another format with
-    # no model at all is "not priced" (its cost is NaN), not priced as Claude.
-    fallback = session.models[0] if session.models else (None if session.format == "claude-code" else "unpriced")
-    return SessionCallInfo(
-        models=[records[c.first].model or fallback for c in calls],
-        times=[_seconds(records[c.first].timestamp) for c in calls],
-        output=[int((u or {}).get("output_tokens") or 0) for u in usages],
-        usage=usages,
-        static_prefix=int(first.get("cache_read_input_tokens") or 0),
-        ttl=TTL_1H if one_hour > five else TTL_5M,
-        rough_before=before,
-        scale=session_scale(records, rough),
-    )
-
-
-def simulate_cache(
-    steps: pd.DataFrame,
-    events: pd.DataFrame | None = None,
-    info: SessionCallInfo | None = None,
-    *,
-    static_prefix: int | None = None,
-    ttl: float | None = None,
-) -> pd.DataFrame:
-    """Per-step simulated ``cache_read``/``cache_write``/``output`` tokens for ONE session × strategy."""
-    steps = steps.sort_values("step", kind="stable")
-    static = static_prefix if static_prefix is not None else (info.static_prefix if info else 0)
-    life = ttl if ttl is not None else (info.ttl if info else TTL_5M)
-    changes: dict[int, int] = {}
-    if events is not None and len(events):
-        for event in events.sort_values("step", kind="stable").to_dict("records"):
-            step = int(event["step"])
-            in_place = event.get("keep_start") is None or pd.isna(event.get("keep_start"))
-            reuse = static
-            if in_place and event.get("kind") != "recorded-compact" and info is not None:
-                dropped = as_list(event.get("dropped_uuids"))
-                positions = [info.rough_before[u] for u in dropped if u in info.rough_before]
-                if positions:
-                    reuse = static + round(info.scale * min(positions))
-            changes[step] = min(changes.get(step, reuse), reuse)
-    rows = []
-    previous: int | None = None
-    previous_time: float | None = None
-    saved_before = 0
-    for row in steps.to_dict("records"):
-        step = int(row["step"])
-        prompt = int(row["context_tokens"])
-        if previous is None and info is not None and step < len(info.usage) and info.usage[step]:
-            # before the first response nothing measured the system prompt and tools; the replay's
-            # estimate omits them, the recorded first request (identical under every strategy) has them
-            prompt = max(prompt, prompt_tokens(info.usage[step]))
-        when = info.times[step] if info and step < len(info.times) else None
-        if previous is None:
-            read = min(static, prompt)
-        elif when is not None and previous_time is not None and when - previous_time > life:
-            read = 0
-        elif step in changes:
-            read = min(max(changes[step] - saved_before, static), previous, prompt)
-        else:
-            read = min(previous, prompt)
-        rows.append(
-            {
-                "step": step,
-                "prompt_tokens": prompt,
-                "cache_read": read,
-                "cache_write": prompt - read,
-                "output_tokens": info.output[step] if info and step < len(info.output) else 0,
-                "model": info.models[step] if info and step < len(info.models) else None,
-                "ttl": "1h" if life >= TTL_1H else "5m",
-            }
-        )
-        saved_before = int(row.get("tokens_without_compaction", prompt)) - prompt
-        previous, previous_time = prompt, when if when is not None else previous_time
-    return pd.DataFrame(rows)
+def is_compaction_agent(session_id: str, session: Session | None = None) -> bool:
+    """A Claude Code compaction agent's transcript (``agent-acompact-*``): the real compaction call."""
+    if session is not None:
+        return session.metadata.get("query_source") == "compact"
+    return "/agent-acompact" in str(session_id)
 
 
 def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: str) -> pd.Series:
@@ -204,12 +87,24 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
         price = price_or_none(row["model"], pricing, default)
         if price is None:
             return float("nan")
-        write = price.cache_write_1h if row["ttl"] == "1h" else price.cache_write_5m
-        return (
-            row["cache_write"] * write + row["cache_read"] * price.cache_read + row["output_tokens"] * price.output
-        ) / 1e6
+        hour = row["ttl"] == "1h"
+        return tokens_dollars(
+            price,
+            input=row.get("input_tokens", 0),
+            cache_write_5m=0 if hour else row["cache_write"],
+            cache_write_1h=row["cache_write"] if hour else 0,
+            cache_read=row["cache_read"],
+            output=row["output_tokens"],
+        )
 
     return frame.apply(dollars, axis=1) if len(frame) else pd.Series(dtype=float)
+
+
+def _is_recorded(cell_events: pd.DataFrame, strategy: str) -> bool:
+    """The ``recorded`` reference (keeps the recorded compactions): its context is the recorded one."""
+    if len(cell_events):
+        return bool((cell_events["kind"] == "recorded-compact").any()) or strategy == "recorded"
+    return strategy == "recorded"
 
 
 def cost_steps(
@@ -219,8 +114,13 @@ def cost_steps(
     *,
     pricing: Mapping[str, Price] | None = None,
     default_model: str = DEFAULT_MODEL,
+    misses: Literal["auto", "modelled"] = "auto",
 ) -> pd.DataFrame:
-    """One row per session × strategy × config_hash × step: simulated tokens and dollars."""
+    """One row per session × strategy × config_hash × step: simulated tokens and dollars.
+
+    ``misses="auto"``: the ``recorded`` strategy uses its observed misses, the others modelled ones;
+    ``"modelled"``: every strategy gets the modelled rule (the calibration's counterfactual check).
+    """
     table = pricing or load_pricing()
     by_id = session_map(sessions)
     steps = ensure_keys(steps)
@@ -232,13 +132,13 @@ def cost_steps(
         cell_events = events[
             (events["session_id"] == sid) & (events["strategy"] == keys[1]) & (events["config_hash"] == keys[2])
         ]
-        strip = not (cell_events["kind"] == "recorded-compact").any() if len(cell_events) else keys[1] != "recorded"
+        recorded = _is_recorded(cell_events, keys[1])
         info = None
         if sid in by_id:
-            if (sid, strip) not in infos:
-                infos[(sid, strip)] = session_call_info(by_id[sid], strip=strip)
-            info = infos[(sid, strip)]
-        sim = simulate_cache(group, cell_events, info)
+            if (sid, recorded) not in infos:
+                infos[(sid, recorded)] = session_call_info(by_id[sid], strip=not recorded)
+            info = infos[(sid, recorded)]
+        sim = simulate_cache(group, cell_events, info, observed=recorded and misses == "auto")
         for key, value in zip(KEYS, keys, strict=True):
             sim.insert(KEYS.index(key), key, value)
         sim["cost_usd"] = _step_dollars(sim, table, default_model)
@@ -256,8 +156,8 @@ def _summarizer_rows(
     rows = []
     for event in ensure_keys(events).to_dict("records"):
         summary = event.get("summary")
-        if not isinstance(summary, str) or not summary:
-            continue
+        if not isinstance(summary, str) or not summary or event.get("kind") == "recorded-compact":
+            continue  # a recorded compaction's call is its compaction agent's own session
         summary_tokens = round(len(summary) / 4)
         before = pd.to_numeric(event.get("tokens_before"), errors="coerce")
         after = pd.to_numeric(event.get("tokens_after"), errors="coerce")
@@ -270,14 +170,14 @@ def _summarizer_rows(
         price = price_or_none(model, pricing, default)
         if price is None:
             continue
-        rate = price.cache_read if summarizer_input == "cache_read" else price.input
+        tokens = {"cache_read": read} if summarizer_input == "cache_read" else {"input": read}
         rows.append(
             {
                 **{k: event[k] for k in KEYS},
                 "summarizer_calls": 1,
                 "summarizer_input_tokens": read,
                 "summarizer_output_tokens": summary_tokens,
-                "summarizer_cost_usd": (read * rate + summary_tokens * price.output) / 1e6,
+                "summarizer_cost_usd": tokens_dollars(price, **tokens, output=summary_tokens),
             }
         )
     return pd.DataFrame(
@@ -292,6 +192,24 @@ def _summarizer_rows(
     )
 
 
+SESSION_COST_COLUMNS = [
+    *KEYS,
+    "steps",
+    "input_tokens",
+    "cache_read",
+    "cache_write",
+    "output_tokens",
+    "step_cost_usd",
+    "summarizer_calls",
+    "summarizer_cost_usd",
+    "cost_usd",
+    "cost_per_1k_steps",
+    "summarizer_share",
+    "priced_outputs",
+    "compaction_agent",
+]
+
+
 def cost_sessions(
     steps: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -301,30 +219,20 @@ def cost_sessions(
     default_model: str = DEFAULT_MODEL,
     summarizer_input: Literal["cache_read", "input"] = "cache_read",
 ) -> pd.DataFrame:
-    """One row per session × strategy × config_hash: tokens by kind, dollars, dollars per 1k steps."""
+    """One row per session × strategy × config_hash: tokens by kind, dollars, dollars per 1k steps.
+
+    Compaction agents cost 0 under every strategy but ``recorded`` (module docstring).
+    """
     table = pricing or load_pricing()
     by_id = session_map(sessions)
     per_step = cost_steps(steps, events, by_id, pricing=table, default_model=default_model)
-    columns = [
-        *KEYS,
-        "steps",
-        "cache_read",
-        "cache_write",
-        "output_tokens",
-        "step_cost_usd",
-        "summarizer_calls",
-        "summarizer_cost_usd",
-        "cost_usd",
-        "cost_per_1k_steps",
-        "summarizer_share",
-        "priced_outputs",
-    ]
     if per_step.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=SESSION_COST_COLUMNS)
     out = (
         per_step.groupby(KEYS, sort=True)
         .agg(
             steps=("step", "size"),
+            input_tokens=("input_tokens", "sum"),
             cache_read=("cache_read", "sum"),
             cache_write=("cache_write", "sum"),
             output_tokens=("output_tokens", "sum"),
@@ -341,26 +249,27 @@ def cost_sessions(
     out = out.merge(summ, on=KEYS, how="left")
     out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
     out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
+    out["compaction_agent"] = [is_compaction_agent(sid, by_id.get(sid)) for sid in out["session_id"]]
+    artefact = out["compaction_agent"] & (out["strategy"] != "recorded")
+    out.loc[artefact, "step_cost_usd"] = 0.0
     out["cost_usd"] = out["step_cost_usd"] + out["summarizer_cost_usd"]
     out["cost_per_1k_steps"] = out["cost_usd"] / out["steps"] * 1000
     out["summarizer_share"] = (out["summarizer_cost_usd"] / out["cost_usd"].where(out["cost_usd"] > 0)).fillna(0.0)
     out["priced_outputs"] = out["session_id"].isin(by_id)
-    return out[columns]
+    return out[SESSION_COST_COLUMNS]
 
 
-def _recorded_dollars(usage: Mapping[str, Any] | None, price: Price, *, output: bool = True) -> float:
-    if not usage:
-        return 0.0
-    split = usage.get("cache_creation") or {}
-    one_hour = int(split.get("ephemeral_1h_input_tokens") or 0)
-    written = int(usage.get("cache_creation_input_tokens") or 0)
-    return (
-        int(usage.get("input_tokens") or 0) * price.input
-        + (written - one_hour) * price.cache_write_5m
-        + one_hour * price.cache_write_1h
-        + int(usage.get("cache_read_input_tokens") or 0) * price.cache_read
-        + (int(usage.get("output_tokens") or 0) * price.output if output else 0)
-    ) / 1e6
+#: A calibrated session this far off the bill gets an ``explanation``.
+EXPLAIN_ABOVE = 0.05
+
+
+def _explain(cost_error: float, prompt_error: float, misses: int) -> str:
+    if cost_error <= EXPLAIN_ABOVE:
+        return ""
+    why = [f"replay's prompt sizes {prompt_error:+.1%} off the recorded ones (estimated before each usage is known)"]
+    if misses:
+        why.append(f"{misses} observed cache misses")
+    return "; ".join(why)
 
 
 def calibrate_cost(
@@ -371,43 +280,51 @@ def calibrate_cost(
     pricing: Mapping[str, Price] | None = None,
     default_model: str = DEFAULT_MODEL,
 ) -> pd.DataFrame:
-    """Per session × strategy: simulated vs recorded dollars and cache tokens (``none``/``recorded`` runs).
+    """Per session × strategy: simulated vs recorded dollars (``none``/``recorded`` runs).
 
     ``none`` rows are only produced for sessions without recorded compactions (after a recorded
-    compaction the recorded usage measures a context the ``none`` replay does not have).
-    Columns: recorded/simulated ``cost_usd``, ``input_cost`` (without output), ``cache_read``,
-    ``cache_write``, and relative errors ``cost_error``, ``input_cost_error``, ``read_error``,
-    ``write_error``.
+    compaction the recorded usage measures a context the ``none`` replay does not have). Columns:
+    ``recorded_cost_usd`` (the bill, = ccusage), ``simulated_cost_usd``, ``cost_error``, ``signed_error``,
+    ``modelled_cost_usd`` and ``modelled_error`` (``recorded`` rows: the counterfactual miss rule),
+    recorded/simulated ``cache_read`` and ``cache_write`` with ``read_error``/``write_error``, and
+    ``misses`` (observed cache misses) with their ``miss_causes``, ``prompt_error`` (Σ simulated prompt
+    tokens vs Σ recorded) and, for sessions more than 5% off, an ``explanation``.
     """
     table = pricing or load_pricing()
     by_id = session_map(sessions)
     steps = ensure_keys(steps)
-    steps = steps[steps["strategy"].isin(["none", "recorded"])]
+    steps = steps[steps["strategy"].isin(["none", "recorded"]) & steps["session_id"].isin(by_id)]
     per_step = cost_steps(steps, events, by_id, pricing=table, default_model=default_model)
+    if per_step.empty:
+        return pd.DataFrame()
+    modelled = cost_steps(
+        steps[steps["strategy"] == "recorded"],
+        events,
+        by_id,
+        pricing=table,
+        default_model=default_model,
+        misses="modelled",
+    )
+    modelled_by = modelled.groupby(KEYS)["cost_usd"].sum().to_dict() if len(modelled) else {}
+    bills = bill_sessions([by_id[s] for s in per_step["session_id"].unique()], pricing=table).set_index("session_id")
     rows = []
     for keys, group in per_step.groupby(KEYS, sort=True):
-        session = by_id.get(keys[0])
-        if session is None:
+        session = by_id[keys[0]]
+        if keys[1] == "none" and any(r.is_compact_boundary for r in session.conversation()):
             continue
-        compacted = any(r.is_compact_boundary for r in session.conversation())
-        if keys[1] == "none" and compacted:
+        bill = bills.loc[keys[0]]
+        rec_cost = float(bill["recorded_cost_usd"])
+        if not rec_cost or np.isnan(rec_cost):
             continue
-        info = session_call_info(session, strip=keys[1] != "recorded")
-        rec_cost = rec_input = rec_read = rec_write = 0.0
-        sim_input = 0.0
-        for row in group.to_dict("records"):
-            usage = info.usage[row["step"]] if row["step"] < len(info.usage) else None
-            price = price_for(row["model"], table, default_model)
-            rec_cost += _recorded_dollars(usage, price)
-            rec_input += _recorded_dollars(usage, price, output=False)
-            rec_read += int((usage or {}).get("cache_read_input_tokens") or 0)
-            rec_write += int((usage or {}).get("cache_creation_input_tokens") or 0) + int(
-                (usage or {}).get("input_tokens") or 0
-            )
-            sim_input += row["cost_usd"] - row["output_tokens"] * price.output / 1e6
+        causes = miss_causes(session)
         sim_cost = float(group["cost_usd"].sum())
+        rec_read = float(bill["cache_read"])
+        rec_write = float(bill["cache_write_5m"] + bill["cache_write_1h"] + bill["input_tokens"])
         sim_read = float(group["cache_read"].sum())
-        sim_write = float(group["cache_write"].sum())
+        sim_write = float(group["cache_write"].sum() + group["input_tokens"].sum())
+        model_cost = modelled_by.get(keys, float("nan"))
+        rec_prompt = float(bill["input_tokens"] + bill["cache_write_5m"] + bill["cache_write_1h"] + bill["cache_read"])
+        prompt_error = (float(group["prompt_tokens"].sum()) - rec_prompt) / rec_prompt if rec_prompt else 0.0
 
         def err(sim: float, rec: float) -> float:
             return abs(sim - rec) / rec if rec else 0.0
@@ -419,15 +336,50 @@ def calibrate_cost(
                 "recorded_cost_usd": rec_cost,
                 "simulated_cost_usd": sim_cost,
                 "cost_error": err(sim_cost, rec_cost),
-                "recorded_input_cost_usd": rec_input,
-                "simulated_input_cost_usd": sim_input,
-                "input_cost_error": err(sim_input, rec_input),
+                "signed_error": (sim_cost - rec_cost) / rec_cost,
+                "modelled_cost_usd": model_cost,
+                "modelled_error": (model_cost - rec_cost) / rec_cost,
                 "recorded_cache_read": rec_read,
                 "simulated_cache_read": sim_read,
                 "read_error": err(sim_read, rec_read),
                 "recorded_cache_write": rec_write,
                 "simulated_cache_write": sim_write,
                 "write_error": err(sim_write, rec_write),
+                "misses": len(causes),
+                "miss_causes": ", ".join(sorted(set(causes["cause"]))) if len(causes) else "",
+                "prompt_error": prompt_error,
+                "explanation": _explain(err(sim_cost, rec_cost), prompt_error, len(causes)),
             }
         )
     return pd.DataFrame(rows)
+
+
+def dollar_weighted_error(
+    calibration: pd.DataFrame,
+    column: str = "simulated_cost_usd",
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Pooled error of one strategy's calibration rows: ``signed`` = (Σ simulated − Σ recorded) / Σ recorded,
+    ``absolute`` = Σ |simulated − recorded| / Σ recorded, each with a 95% bootstrap interval over sessions."""
+    sim = calibration[column].to_numpy(dtype=float)
+    rec = calibration["recorded_cost_usd"].to_numpy(dtype=float)
+
+    def stats(index: np.ndarray) -> tuple[float, float]:
+        total = rec[index].sum()
+        return (sim[index].sum() - total) / total, np.abs(sim[index] - rec[index]).sum() / total
+
+    signed, absolute = stats(np.arange(len(rec)))
+    rng = np.random.default_rng(seed)
+    draws = np.array([stats(rng.integers(0, len(rec), len(rec))) for _ in range(resamples)])
+    low, high = np.percentile(draws, [2.5, 97.5], axis=0)
+    return {
+        "sessions": len(rec),
+        "signed": float(signed),
+        "signed_low": float(low[0]),
+        "signed_high": float(high[0]),
+        "absolute": float(absolute),
+        "absolute_low": float(low[1]),
+        "absolute_high": float(high[1]),
+    }
