@@ -24,7 +24,8 @@ from typing import Any
 import pandas as pd
 
 from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, session_map, share
-from .metrics.cost import calibrate_cost, cost_sessions, load_pricing
+from .metrics.bill import bill_sessions
+from .metrics.cost import calibrate_cost, cost_sessions, dollar_weighted_error, load_pricing
 from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
 from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
@@ -146,7 +147,11 @@ def report(
 
     Keys: ``results_dir``; ``runs`` (one per run folder); ``sessions`` (one row per session × strategy ×
     config_hash with at least ``tokens_saved``, ``peak_context_tokens``, ``violations``,
-    ``needed_recall``, ``dropped_recall``, ``cost_usd``); ``strategies`` (the same pooled per strategy ×
+    ``needed_recall``, ``dropped_recall``, ``cost_usd`` (simulated: requests + compaction calls) next to
+    ``recorded_cost_usd`` (the bill of the recorded usage, = ccusage; the same for every strategy of a
+    session), ``recorded_cost_output_estimated_usd``, ``recorded_output_tokens``, ``output_tokens_estimate``
+    and ``output_tokens_estimated`` (responses whose final usage was not persisted, `workbench.metrics.bill`),
+    and ``compaction_agent``); ``strategies`` (the same pooled per strategy ×
     config_hash); ``reference`` (Claude's recorded summaries scored like strategies);
     ``calibration`` (cost simulation vs recorded usage, for ``none``/``recorded`` runs); ``notes``.
     """
@@ -183,8 +188,24 @@ def report(
     money = cost_sessions(steps, events, by_id, pricing=pricing, summarizer_input=summarizer_input)  # type: ignore[arg-type]
     table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=KEYS, how="left")
     table = table.merge(
-        money[[*KEYS, "cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "summarizer_share"]], on=KEYS, how="left"
+        money[[*KEYS, "cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "summarizer_share", "compaction_agent"]],
+        on=KEYS,
+        how="left",
     )
+    bill = bill_sessions(by_id, pricing=pricing).rename(
+        columns={
+            "estimated_cost_usd": "recorded_cost_output_estimated_usd",
+            "output_tokens_recorded": "recorded_output_tokens",
+        }
+    )
+    bill_columns = [
+        "recorded_cost_usd",
+        "recorded_cost_output_estimated_usd",
+        "recorded_output_tokens",
+        "output_tokens_estimate",
+        "output_tokens_estimated",
+    ]
+    table = table.merge(bill[["session_id", *bill_columns]], on="session_id", how="left")
     if by_id:
         available = steps[steps["session_id"].isin(by_id)]
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
@@ -204,9 +225,11 @@ def report(
         calibration = calibrate_cost(steps, events, by_id, pricing=pricing)
         if len(calibration):
             for name, group in calibration.groupby("strategy"):
+                pooled = dollar_weighted_error(group, resamples=500)
                 notes.append(
-                    f"cost calibration ({name}): median error {group['cost_error'].median():.1%} over "
-                    f"{len(group)} sessions"
+                    f"cost calibration ({name}): dollar-weighted error {pooled['absolute']:.1%} "
+                    f"(signed {pooled['signed']:+.1%}, 95% CI {pooled['signed_low']:+.1%}..{pooled['signed_high']:+.1%}), "
+                    f"median {group['cost_error'].median():.1%} per session, over {len(group)} sessions"
                 )
     return {
         "results_dir": str(results_dir),
@@ -326,6 +349,7 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             *_COLUMNS[4:7],
             *_COLUMNS[9:11],
             *_COLUMNS[12:15],
+            ("recorded $", "recorded_cost_usd", "usd"),
         )
         out += _section("By session", data["sessions"], columns, 44)
     if data.get("reference"):
@@ -348,7 +372,9 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             ("steps", "steps", ""),
             ("recorded", "recorded_cost_usd", "usd"),
             ("simulated", "simulated_cost_usd", "usd"),
-            ("error", "cost_error", "pct"),
+            ("error", "signed_error", "pct"),
+            ("misses", "misses", ""),
+            ("explanation", "explanation", ""),
         )
         out += _section("Cost simulation vs recorded usage", data["calibration"], cols, 44)
     out += [f"note: {n}" for n in data.get("notes", [])]

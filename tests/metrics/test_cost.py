@@ -5,10 +5,9 @@ import pytest
 
 from workbench.metrics import calibrate_cost, cost_sessions, load_pricing, price_for, simulate_cache
 from workbench.metrics.cost import SessionCallInfo, cost_steps, dollar_weighted_error, miss_causes
-from workbench.transcript import load_paths
 from workbench.replay import replay_frames, replay_sessions
 from workbench.strategies import create
-from workbench.transcript import Session
+from workbench.transcript import Session, load_paths
 
 CORPUS_MODELS = [
     "claude-opus-4-6",

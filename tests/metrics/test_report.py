@@ -37,6 +37,13 @@ def test_report_over_corpus_runs(tmp_path, corpus, main_sessions):
     assert by["recorded"]["needed_recall"] < 1.0
     assert by["none"]["steps_blocked_without"] > 0 and by["recorded"]["steps_blocked"] == 0
     assert data["reference"] and data["calibration"]
+    from workbench.metrics.bill import bill_sessions
+
+    bills = bill_sessions(sessions).set_index("session_id")["recorded_cost_usd"].to_dict()
+    for row in data["sessions"]:  # the bill next to the simulated cost, the same under every strategy
+        assert row["recorded_cost_usd"] == pytest.approx(bills[row["session_id"]])
+        assert row["recorded_cost_output_estimated_usd"] >= row["recorded_cost_usd"]
+        assert row["output_tokens_estimate"] >= row["recorded_output_tokens"] and row["output_tokens_estimated"] > 0
     text = render_report(data)
     assert "By strategy" in text and "recorded" in text
 
