@@ -228,7 +228,8 @@ def report(
                 pooled = dollar_weighted_error(group, resamples=500)
                 notes.append(
                     f"cost calibration ({name}): dollar-weighted error {pooled['absolute']:.1%} "
-                    f"(signed {pooled['signed']:+.1%}, 95% CI {pooled['signed_low']:+.1%}..{pooled['signed_high']:+.1%}), "
+                    f"(signed {pooled['signed']:+.1%}, 95% CI {pooled['signed_low']:+.1%}.."
+                    f"{pooled['signed_high']:+.1%}), "
                     f"median {group['cost_error'].median():.1%} per session, over {len(group)} sessions"
                 )
     return {
