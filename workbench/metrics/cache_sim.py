@@ -57,6 +57,7 @@ from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from ._common import as_list
+from .bill import recorded_bill
 
 __all__ = [
     "MISS_TOLERANCE",
@@ -134,8 +135,6 @@ def _boundary_steps(records: Sequence[Record]) -> frozenset[int]:
 
 def session_call_info(session: Session, *, strip: bool = True) -> SessionCallInfo:
     """Per-call model, time, recorded output and usage; the static prefix and cache TTL of the session."""
-    from .bill import recorded_bill
-
     unstripped = session.conversation()
     records = unstripped
     if strip:
