@@ -158,10 +158,7 @@ def test_long_context_is_priced_in_the_simulation():
 
 def test_compaction_is_priced_once():
     steps = pd.concat(
-        [
-            _steps([10_000, 12_000, 3_000]).assign(strategy=name)
-            for name in ("recorded", "full-compact", "none")
-        ]
+        [_steps([10_000, 12_000, 3_000]).assign(strategy=name) for name in ("recorded", "full-compact", "none")]
         + [_steps([165_000]).assign(session_id="x/agent-acompact-1", strategy=name) for name in ("recorded", "none")],
         ignore_index=True,
     )
