@@ -10,6 +10,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -19,9 +21,39 @@ __all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front"
 
 
 def _label(frame: pd.DataFrame) -> pd.Series:
-    return frame["strategy"].astype(str) + (
-        ":" + frame["config_hash"].astype(str).str[:6] if "config_hash" in frame else ""
-    )
+    """Readable names of the rows' configs: the ``label`` column when present, else computed from
+    ``strategy`` and ``config_json`` (`workbench.strategies.labels`), else the strategy name."""
+    if "label" in frame.columns:
+        return frame["label"].astype(str)
+    if "config_json" in frame.columns:
+        from .strategies.labels import config_label
+
+        return pd.Series(
+            [config_label(str(s), c) for s, c in zip(frame["strategy"], frame["config_json"], strict=True)],
+            index=frame.index,
+        )
+    return frame["strategy"].astype(str)
+
+
+#: Up to this many configs in one plot, each gets its own legend entry (its label); beyond, a legend
+#: entry per strategy, and the points on a strategy's front are annotated with their parameters.
+MAX_LEGEND_CONFIGS = 12
+
+
+def _points(ax: Any, group: pd.DataFrame, x: str, y: str, strategy: str, *, per_config: bool) -> None:
+    """One strategy's configs, named by label (see `MAX_LEGEND_CONFIGS`)."""
+    if per_config:
+        for (_, row), label in zip(group.iterrows(), _label(group), strict=True):
+            ax.scatter([row[x]], [row[y]], label=label, alpha=0.75)
+    else:
+        ax.scatter(group[x], group[y], label=strategy, alpha=0.7)
+
+
+def _annotate(ax: Any, rows: pd.DataFrame, x: str, y: str, strategy: str) -> None:
+    for xv, yv, text in zip(rows[x], rows[y], _label(rows), strict=True):
+        short = text.removeprefix(strategy).strip()
+        if short:
+            ax.annotate(short, (xv, yv), fontsize="xx-small", xytext=(3, 3), textcoords="offset points")
 
 
 def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "needed_recall") -> Figure:
@@ -29,22 +61,26 @@ def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "nee
     (configs no other config of the strategy beats on both axes)."""
     fig, ax = plt.subplots(figsize=(7, 5))
     data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
+    per_config = len(data) <= MAX_LEGEND_CONFIGS
     for strategy, group in data.groupby("strategy", sort=True):
-        ax.scatter(group[x], group[y], label=str(strategy), alpha=0.7)
+        _points(ax, group, x, y, str(strategy), per_config=per_config)
         ordered = group.sort_values([x, y], ascending=[False, False])
-        front, best = [], -np.inf
-        for _, row in ordered.iterrows():
+        front, best, members = [], -np.inf, []
+        for index, row in ordered.iterrows():
             if row[y] > best:
                 front.append((row[x], row[y]))
+                members.append(index)
                 best = row[y]
         if len(front) > 1:
             xs, ys = zip(*sorted(front), strict=True)
-            ax.plot(xs, ys, linewidth=1)
+            ax.plot(xs, ys, linewidth=1, color="grey" if per_config else None)
+        if not per_config:
+            _annotate(ax, group.loc[members], x, y, str(strategy))
     ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
     ax.set_ylabel("needed-fact recall" if y == "needed_recall" else y)
     ax.set_title("Savings vs fidelity (Pareto front per strategy)")
     if len(data):
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="x-small")
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -88,8 +124,7 @@ def context_timeline(
     ax.plot(baseline["step"], baseline["tokens_without_compaction"], color="grey", linestyle=":", label="no compaction")
     keys = ["strategy", "config_hash"] if "config_hash" in steps.columns else ["strategy"]
     for key, group in first.groupby(keys, sort=True):
-        name = ":".join(str(k)[:10] for k in (key if isinstance(key, tuple) else (key,)))
-        line = ax.plot(group["step"], group["context_tokens"], label=name)[0]
+        line = ax.plot(group["step"], group["context_tokens"], label=_label(group.iloc[:1]).iloc[0])[0]
         if events is not None and len(events):
             mask = np.ones(len(events), dtype=bool)
             for column, value in zip(keys, key if isinstance(key, tuple) else (key,), strict=True):
@@ -111,19 +146,25 @@ def cost_vs_savings(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "
     """Simulated cost against the share of input tokens saved, one point per (strategy, config)."""
     fig, ax = plt.subplots(figsize=(7, 5))
     data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
+    per_config = len(data) <= MAX_LEGEND_CONFIGS
     for strategy, group in data.groupby("strategy", sort=True):
-        ax.scatter(group[x], group[y], label=str(strategy), alpha=0.7)
+        _points(ax, group, x, y, str(strategy), per_config=per_config)
     ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
     ax.set_ylabel("simulated cost (USD)" if y == "cost_usd" else y)
     ax.set_title("Cost vs savings")
     if len(data):
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="x-small")
     fig.tight_layout()
     return fig
 
 
-def _tick(value: object) -> str:
-    return f"{value:g}" if isinstance(value, (int, float, np.number)) else str(value)
+def _tick(key: str, value: object) -> str:
+    """A grid value as labels show it (``20k``, ``60%``)."""
+    from .strategies.labels import format_value
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    return format_value(key.removeprefix("cfg."), value)
 
 
 def grid_heatmap(
@@ -136,8 +177,8 @@ def grid_heatmap(
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         return fig
     image = ax.imshow(table.to_numpy(dtype=float), origin="lower", aspect="auto", cmap="viridis")
-    ax.set_xticks(range(len(table.columns)), [_tick(c) for c in table.columns])
-    ax.set_yticks(range(len(table.index)), [_tick(i) for i in table.index])
+    ax.set_xticks(range(len(table.columns)), [_tick(x, c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [_tick(y, i) for i in table.index])
     for (i, j), v in np.ndenumerate(table.to_numpy(dtype=float)):
         if not np.isnan(v):
             ax.text(j, i, format(v, fmt), ha="center", va="center", color="white", fontsize="small")

@@ -81,10 +81,12 @@ def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, l
         if len(events):
             event_frames.append(events)
         inputs = [str(p if Path(p).is_absolute() else (folder / p).resolve()) for p in manifest.get("inputs", [])]
+        strategy = manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None)
         runs.append(
             {
                 "path": str(folder),
-                "strategy": manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None),
+                "strategy": strategy,
+                "label": _run_label(strategy, manifest, chash),
                 "config_hash": chash,
                 "config": manifest.get("config"),
                 "inputs": inputs,
@@ -95,6 +97,31 @@ def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, l
     steps = pd.concat(steps_frames, ignore_index=True) if steps_frames else pd.DataFrame()
     events = pd.concat(event_frames, ignore_index=True) if event_frames else pd.DataFrame()
     return steps, events, runs
+
+
+def _run_label(strategy: str | None, manifest: Mapping[str, Any], chash: str) -> str:
+    """The run's readable name (`workbench.strategies.labels`); without a manifest config, the strategy
+    and the hash (there is nothing else to tell two such runs apart)."""
+    from .strategies.labels import config_label
+
+    if strategy is None:
+        return chash
+    if "config" in manifest:
+        return config_label(strategy, manifest.get("config") or {})
+    return f"{strategy} #{chash[:6]}" if chash != UNKNOWN_CONFIG else strategy
+
+
+def _with_labels(frame: pd.DataFrame, runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """``frame`` with a ``label`` column after ``strategy`` (from the runs' manifests, made unique)."""
+    from .strategies.labels import unique_labels
+
+    if frame.empty or "label" in frame.columns:
+        return frame
+    names = unique_labels((run["config_hash"], run["label"]) for run in runs)
+    out = frame.copy()
+    fallback = out["strategy"].astype(str)
+    out.insert(list(out.columns).index("strategy") + 1, "label", out["config_hash"].map(names).fillna(fallback))
+    return out
 
 
 def _load_sessions(runs: Sequence[Mapping[str, Any]], wanted: set[str]) -> dict[str, Session]:
@@ -218,7 +245,8 @@ def report(
     else:
         for column in FIDELITY_COLUMNS:
             table[column] = None
-    strategies = _pooled(table)
+    table = _with_labels(table, runs)
+    strategies = _with_labels(_pooled(table.drop(columns=["label"])), runs)
     reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()
     calibration = pd.DataFrame()
     if by_id and {"none", "recorded"} & set(steps["strategy"]):
@@ -295,7 +323,7 @@ def _fmt(value: Any, kind: str = "") -> str:
 
 
 _COLUMNS = (
-    ("strategy", "strategy", ""),
+    ("strategy", "label", ""),
     ("config", "config_hash", ""),
     ("sessions", "sessions", ""),
     ("steps", "steps", ""),

@@ -32,4 +32,23 @@ def test_every_plot_returns_a_figure(tmp_path):
         assert isinstance(fig, Figure)
         fig.savefig(tmp_path / "x.png")
     heat = figures[-1].axes[0]
-    assert [t.get_text() for t in heat.get_xticklabels()] == ["5000", "10000"]
+    assert [t.get_text() for t in heat.get_xticklabels()] == ["5k", "10k"]
+    assert [t.get_text() for t in heat.get_yticklabels()] == ["40%", "80%"]
+
+
+def test_legends_name_configs_by_label_not_by_hash(tmp_path):
+    """Issue #18: legends read "full-compa:ef423e6f20"; now the strategy plus its non-default parameters."""
+    result = run_sweep(write_spec(tmp_path, TINY), store=tmp_path / "s", executor="inline", progress=False)
+    store = ResultStore(result.store)
+    cells = store.cells()
+    steps, events = store.steps(cells), store.events(cells)
+    configs = config_table(cell_table(cells, steps, events, metrics=("savings", "validity")))
+    configs["needed_recall"] = 1 - configs["saved_share"]
+    legend = [t.get_text() for t in plots.pareto_front(configs).axes[0].get_legend().get_texts()]
+    assert "sm-compact min_tokens=5k trigger=40%" in legend and "none" in legend
+    one = cells.sort_values("peak_without_compaction").iloc[-1]["session_id"]
+    mine = steps[steps["session_id"] == one].merge(configs[["config_hash", "label"]], on="config_hash")
+    timeline = [t.get_text() for t in plots.context_timeline(mine).axes[0].get_legend().get_texts()]
+    assert "sm-compact trigger=80%" in timeline
+    for text in legend + timeline:
+        assert not any(h[:6] in text for h in configs["config_hash"]), text

@@ -118,6 +118,8 @@ class CellTask:
     session_id: str
     fingerprint: str
     cells: tuple[Cell, ...]
+    #: User strategies the worker cannot find by name, cloudpickled (`workbench.strategies.portable`).
+    strategy_code: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass
@@ -127,10 +129,22 @@ class TaskResult:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
+def strategy_code_version(name: str) -> str:
+    """`code_version`, plus the fingerprint of the strategy's own code when it is not built in (a user's
+    class in a notebook, a plugin's): editing it changes its cells' ids."""
+    from ..strategies import get_strategy
+    from ..strategies.portable import code_fingerprint
+
+    extra = code_fingerprint(get_strategy(name))
+    return f"{code_version()}+{name}:{extra}" if extra else code_version()
+
+
 def make_cells(points: Sequence[Any], sessions: Sequence[Session], estimator: str) -> list[Cell]:
-    version = code_version()
+    versions = {name: strategy_code_version(name) for name in {p.strategy for p in points}}
     return [
-        Cell(p.strategy, dict(p.resolved), dict(p.passed), s.id, s.fingerprint, s.source, estimator, version)
+        Cell(
+            p.strategy, dict(p.resolved), dict(p.passed), s.id, s.fingerprint, s.source, estimator, versions[p.strategy]
+        )
         for p in points
         for s in sessions
     ]
@@ -209,7 +223,9 @@ def run_task(task: CellTask) -> TaskResult:
     from ..replay import replay_group
     from ..strategies import create
     from ..strategies.base import prefix_key
+    from ..strategies.portable import install
 
+    install(task.strategy_code)
     session = _session(task)
     out = TaskResult()
     groups: dict[tuple[str, str], list[tuple[Cell, Any]]] = {}

@@ -17,7 +17,7 @@ from .tables import cell_table, config_table, sweep_frames, write_parquet
 __all__ = ["write_report"]
 
 _SUMMARY_COLUMNS = (
-    "strategy",
+    "label",
     "config_hash",
     "sessions",
     "steps",
@@ -83,14 +83,17 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
             "session_id"
         ]
         chosen = configs.drop_duplicates("strategy")["config_hash"]
-        mine = steps[(steps["session_id"] == session) & steps["config_hash"].isin(chosen)]
+        names = configs[["config_hash", "label"]]
+        mine = steps[(steps["session_id"] == session) & steps["config_hash"].isin(chosen)].merge(
+            names, on="config_hash"
+        )
         mine_events = (
             events[(events["session_id"] == session) & events["config_hash"].isin(chosen)] if len(events) else None
         )
         keep(
             "timeline.png",
             plots.context_timeline(mine, mine_events),
-            f"Context size over session {session} (first config of each strategy); ▼ = compaction",
+            f"Context size over session {session} (the first config of each strategy, by label); ▼ = compaction",
         )
     for item in plan.spec.spec.strategies:
         keys = [k for k in item.grid if len(item.grid[k]) > 1]
@@ -117,9 +120,10 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
         "",
         "## By strategy and config",
         "",
-        _markdown(configs, _SUMMARY_COLUMNS),
+        _markdown(configs.sort_values(["strategy", "label"], kind="stable"), _SUMMARY_COLUMNS),
         "",
-        "Config hashes resolve in `configs.csv` (`config_json` and one `cfg.*` column per parameter).",
+        "`label` = the strategy and the parameters that differ from its defaults; `config_hash` joins with "
+        "`configs.csv` (`config_json` and one `cfg.*` column per parameter).",
         "",
         "## Plots",
         "",

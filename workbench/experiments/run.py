@@ -26,7 +26,7 @@ from .executors import executor_kind, make_executor
 from .spec import GridPoint, ResolvedSpec, load_spec, sample_sessions
 from .store import ResultStore
 
-__all__ = ["SweepPlan", "SweepResult", "plan_sweep", "run_sweep"]
+__all__ = ["SweepPlan", "SweepResult", "plan_for_sessions", "plan_sweep", "run_sweep"]
 
 
 @dataclass
@@ -66,11 +66,24 @@ def plan_sweep(spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | No
 
     resolved = spec if isinstance(spec, ResolvedSpec) else load_spec(spec)
     sessions = [s for s in load_paths(resolved.corpus, format=resolved.spec.format) if s.records]
-    sessions = sample_sessions(sessions, resolved.spec)
-    chosen = list(resolved.points if points is None else points)
-    cells = make_cells(chosen, sessions, resolved.estimator)
-    remember_sessions(sessions)
-    return SweepPlan(resolved, sessions, cells, corpus_fingerprint([s.fingerprint for s in sessions]))
+    return plan_for_sessions(resolved, sessions, points)
+
+
+def plan_for_sessions(
+    spec: ResolvedSpec, sessions: Sequence[Any], points: Sequence[GridPoint] | None = None
+) -> SweepPlan:
+    """The plan of ``spec`` over sessions already loaded (a notebook's corpus): not parsed again.
+
+    Each session needs a ``source`` file: workers that did not inherit the driver's sessions parse it.
+    """
+    unsourced = [s.id for s in sessions if s.source is None]
+    if unsourced:
+        raise ValueError(f"sessions without a source file cannot be swept: {', '.join(unsourced[:3])}")
+    chosen_sessions = sample_sessions([s for s in sessions if s.records], spec.spec)
+    chosen = list(spec.points if points is None else points)
+    cells = make_cells(chosen, chosen_sessions, spec.estimator)
+    remember_sessions(chosen_sessions)
+    return SweepPlan(spec, chosen_sessions, cells, corpus_fingerprint([s.fingerprint for s in chosen_sessions]))
 
 
 def _warm_token_cache(sessions: Sequence[Any], estimator: str) -> None:
@@ -84,6 +97,9 @@ def _warm_token_cache(sessions: Sequence[Any], estimator: str) -> None:
 
 
 def _tasks(cells: Sequence[Cell], sessions: Sequence[Any], batch_size: int) -> list[CellTask]:
+    from ..strategies.portable import pack
+
+    shipped = dict(pack({cell.strategy for cell in cells}))
     by_session: dict[str, list[Cell]] = defaultdict(list)
     for cell in cells:
         by_session[cell.session_fingerprint].append(cell)
@@ -93,7 +109,8 @@ def _tasks(cells: Sequence[Cell], sessions: Sequence[Any], batch_size: int) -> l
         group = by_session[fingerprint]
         for start in range(0, len(group), batch_size):
             chunk = tuple(group[start : start + batch_size])
-            tasks.append(CellTask(str(chunk[0].source), chunk[0].session_id, fingerprint, chunk))
+            code = tuple((name, shipped[name]) for name in sorted({c.strategy for c in chunk}) if name in shipped)
+            tasks.append(CellTask(str(chunk[0].source), chunk[0].session_id, fingerprint, chunk, code))
     return tasks
 
 

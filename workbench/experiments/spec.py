@@ -49,6 +49,7 @@ __all__ = [
     "expand_env",
     "load_spec",
     "nest",
+    "resolve_spec",
 ]
 
 METRIC_FAMILIES = ("savings", "validity", "cost", "fidelity")
@@ -257,7 +258,14 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
+    return resolve_spec(data, path)
+
+
+def resolve_spec(data: Any, path: str | Path) -> ResolvedSpec:
+    """Validate and expand a spec given as a mapping (what `load_spec` read from ``path``; a notebook
+    can pass a dict). Relative corpus paths resolve against ``path``'s folder; errors name ``path``."""
+    path = Path(path)
+    if not isinstance(data, Mapping):
         raise SpecError(f"{path}: (top level): expected a mapping, got {type(data).__name__}")
     try:
         spec = ExperimentSpec(**data)

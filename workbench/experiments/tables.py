@@ -15,7 +15,10 @@ import pandas as pd
 from .spec import METRIC_FAMILIES
 from .store import ResultStore
 
-__all__ = ["cell_table", "config_table", "flatten_config", "sweep_frames", "write_parquet"]
+__all__ = ["cell_table", "config_table", "flatten_config", "sweep_frames", "with_labels", "write_parquet"]
+
+#: Savings columns a cell's summary lacks (steps at the blocking limit / over the window).
+_SAVINGS_EXTRA = ("steps_blocked", "steps_blocked_without", "steps_over_window", "steps_over_window_without")
 
 
 def write_parquet(frame: pd.DataFrame, path: Any) -> None:
@@ -59,7 +62,15 @@ def cell_table(
     metrics: Sequence[str] = METRIC_FAMILIES,
 ) -> pd.DataFrame:
     """One row per cell: the cell's summary columns plus the requested metric families."""
-    from ..metrics import KEYS, cost_sessions, fidelity, fidelity_sessions, load_pricing, validity_sessions
+    from ..metrics import (
+        KEYS,
+        cost_sessions,
+        fidelity,
+        fidelity_sessions,
+        load_pricing,
+        savings_sessions,
+        validity_sessions,
+    )
     from ..metrics._common import session_map
 
     table = cells.copy()
@@ -67,6 +78,10 @@ def cell_table(
         return table
     by_id = session_map(sessions)
     no_events = events if len(events) else None
+    if "savings" in metrics and len(steps):
+        saving = savings_sessions(steps, no_events)
+        keep = [c for c in _SAVINGS_EXTRA if c in saving.columns and c not in table.columns]
+        table = table.merge(saving[[*KEYS, *keep]], on=KEYS, how="left")
     if "validity" in metrics and len(steps):
         valid = validity_sessions(steps, no_events)
         keep = [
@@ -101,7 +116,24 @@ def cell_table(
             if c in fid.columns
         ]
         table = table.merge(fid[[*KEYS, *keep]], on=KEYS, how="left")
-    return table
+    return with_labels(table)
+
+
+def with_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a readable ``label`` column (strategy + non-default parameters,
+    `workbench.strategies.labels`) computed from ``strategy`` and ``config_json``, right after ``strategy``.
+    The ``config_hash`` stays the join key."""
+    from ..strategies.labels import config_label, unique_labels
+
+    if frame.empty or "config_json" not in frame.columns or "label" in frame.columns:
+        return frame
+    keys = frame[["config_hash", "strategy", "config_json"]].drop_duplicates("config_hash")
+    labels = unique_labels(
+        (row.config_hash, config_label(row.strategy, row.config_json)) for row in keys.itertuples(index=False)
+    )
+    out = frame.copy()
+    out.insert(list(out.columns).index("strategy") + 1, "label", out["config_hash"].map(labels))
+    return out
 
 
 def config_table(cells: pd.DataFrame) -> pd.DataFrame:
@@ -121,6 +153,10 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
             "compaction_violations",
             "repairs",
             "fallbacks",
+            "steps_blocked",
+            "steps_blocked_without",
+            "steps_over_window",
+            "steps_over_window_without",
             "cost_usd",
             "summarizer_cost_usd",
             "needed_facts",
@@ -145,4 +181,4 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
         ).fillna(1.0)
     params = pd.DataFrame([flatten_config(json.loads(text)) for text in out["config_json"]], index=out.index)
     params.columns = [f"cfg.{c}" for c in params.columns]
-    return pd.concat([out, params], axis=1)
+    return with_labels(pd.concat([out, params], axis=1))
