@@ -217,21 +217,30 @@ def _parse_sets(items: list[str] | None) -> dict[str, Any]:
 
 @app.command("strategies")
 def list_strategies(as_json: JsonOpt = False) -> None:
-    """List the registered strategies with their config schema and defaults."""
-    from .strategies import strategies as registry
+    """List the registered strategies (built in and from `workbench.strategies` entry points) with their
+    config schema and defaults; entry points that fail to load are listed under errors."""
+    from .strategies.registry import broken_strategies, strategy_origin
+    from .strategies.registry import strategies as registry
 
     rows = [
         {
             "name": name,
             "description": cls.description,
             "unsafe": cls.unsafe,
+            "origin": strategy_origin(name),
             "defaults": cls.Config().model_dump(mode="json"),
             "schema": cls.Config.model_json_schema(),
         }
         for name, cls in sorted(registry().items())
     ]
-    human = "\n".join(f"{r['name']:<24}{' (unsafe)' if r['unsafe'] else '':<10}{r['description']}" for r in rows)
-    _emit({"strategies": rows}, as_json, human)
+    errors = [b.as_dict() for b in broken_strategies()]
+    human = "\n".join(
+        f"{r['name']:<24}{' (unsafe)' if r['unsafe'] else '':<10}{r['description']}"
+        + ("" if r["origin"] == "builtin" else f" [{r['origin']}]")
+        for r in rows
+    )
+    human += "".join(f"\nerror: strategy {e['name']} ({e['entry_point']}): {e['error']}" for e in errors)
+    _emit({"strategies": rows, "errors": errors}, as_json, human)
 
 
 @app.command()

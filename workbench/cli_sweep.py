@@ -1,4 +1,5 @@
-"""``workbench sweep`` and ``workbench demo``: registered on the main app by `register` (no import cycle)."""
+"""``workbench sweep``, ``workbench tune`` and ``workbench demo``: registered on the main app by `register`
+(no import cycle)."""
 
 from __future__ import annotations
 
@@ -117,11 +118,40 @@ def demo(
         typer.echo(f"summary: {(folder / 'summary.md').resolve()}")
 
 
+def tune(
+    spec: Annotated[Path, typer.Argument(help="Tune spec (YAML, see experiments/tune-*.yaml).")],
+    executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).")] = None,
+    store: Annotated[Path | None, typer.Option(help="Result store folder (default results/<spec name>/store).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Also save the front as a PNG here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Tune a strategy: sweep its parameter space, print the Pareto front and the recommended config."""
+    from .experiments import SpecError
+    from .experiments.executors import executor_kind
+    from .experiments.tune import load_tune_spec, run_tune
+
+    try:
+        executor_kind(executor)
+        resolved = load_tune_spec(spec)
+        result = run_tune(resolved, spec, store=store, executor=executor, workers=workers, progress=not as_json)
+    except (SpecError, ValueError) as exc:
+        _fail(str(exc), 2)
+    data = result.as_dict()
+    if plot is not None:
+        from . import plots
+
+        data["plot"] = plots.save(result.plot(), str(plot))
+    typer.echo(json.dumps(data, indent=2, default=str) if as_json else result.render())
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``sweep`` and ``demo`` to the ``workbench`` app (once: calling it again changes nothing)."""
+    """Add ``sweep``, ``tune`` and ``demo`` to the ``workbench`` app (once: calling it again changes nothing)."""
     present = {c.name for c in app.registered_commands}
     if "sweep" not in present:
         app.command("sweep")(sweep)
+    if "tune" not in present:
+        app.command("tune")(tune)
     if "demo" not in present:
         app.command("demo")(demo)
 

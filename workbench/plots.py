@@ -1,4 +1,7 @@
-"""Plots over sweep and replay frames (matplotlib, Agg backend). Each function returns a `Figure`.
+"""Plots over sweep and replay frames (matplotlib). Each function returns a `Figure`.
+
+The Agg backend is chosen unless a backend was already chosen (``MPLBACKEND``, as ipykernel sets it, or
+pyplot imported): scripts never open windows, notebooks keep their inline display.
 
 Thin views: they draw columns the metric and sweep tables already hold and compute nothing but
 layout (the Pareto front is a sort and a running maximum).
@@ -6,18 +9,21 @@ layout (the Pareto front is a sort and a running maximum).
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
 import matplotlib
 
-matplotlib.use("Agg")
-
-from typing import Any
+if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+    matplotlib.use("Agg")  # scripts and the CLI never open a window; a notebook keeps its inline backend
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front", "violation_rates"]
+__all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front", "tune_front", "violation_rates"]
 
 
 def _label(frame: pd.DataFrame) -> pd.Series:
@@ -194,3 +200,37 @@ def save(fig: Figure, path: str, *, dpi: int = 110) -> str:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def tune_front(
+    table: pd.DataFrame, x: str = "saved_share", y: str = "needed_recall", recommended: pd.Series | None = None
+) -> Figure:
+    """A tuning result (`workbench.experiments.tune`): every config of the grid, infeasible ones grey,
+    the feasible Pareto front joined in order, the recommendation starred and named by its label."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    data = table.dropna(subset=[x, y]) if {x, y} <= set(table.columns) else table.iloc[0:0]
+    if data.empty:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    feasible = data["feasible"].astype(bool) if "feasible" in data else pd.Series(True, index=data.index)
+    ax.scatter(data.loc[~feasible, x], data.loc[~feasible, y], color="lightgrey", label="infeasible (constraints)")
+    ax.scatter(data.loc[feasible, x], data.loc[feasible, y], color="tab:blue", alpha=0.6, label="feasible")
+    if "on_front" in data:
+        front = data[data["on_front"].astype(bool)].sort_values(x)
+        ax.plot(front[x], front[y], color="tab:blue", linewidth=1, label="Pareto front")
+    if recommended is not None:
+        ax.scatter(
+            [recommended[x]],
+            [recommended[y]],
+            marker="*",
+            s=220,
+            color="tab:red",
+            zorder=3,
+            label=f"recommended: {recommended.get('label', '')}",
+        )
+    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
+    ax.set_ylabel("needed-fact recall" if y == "needed_recall" else y)
+    ax.set_title("Tuning: savings vs fidelity")
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    return fig

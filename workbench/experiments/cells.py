@@ -26,7 +26,16 @@ from typing import Any
 
 from ..transcript.model import Session, canonical_json
 
-__all__ = ["Cell", "CellTask", "code_version", "corpus_fingerprint", "git_revision", "make_cells", "run_task"]
+__all__ = [
+    "Cell",
+    "CellTask",
+    "cell_summary",
+    "code_version",
+    "corpus_fingerprint",
+    "git_revision",
+    "make_cells",
+    "run_task",
+]
 
 #: The packages whose code decides a cell's result (hashed into `code_version`).
 _RESULT_PACKAGES = ("api", "memory", "replay", "strategies", "summarize", "tokens", "transcript")
@@ -193,7 +202,9 @@ def _session(task: CellTask) -> Session:
     raise RuntimeError(f"{task.source}: session {task.session_id} changed since the sweep was planned")
 
 
-def _summary(steps: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def cell_summary(steps: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The summary columns of one replayed (session, config): what a sweep stores per cell and
+    ``wb.replay`` computes per run, so both feed the same tables (`workbench.experiments.tables`)."""
     without = sum(int(r["tokens_without_compaction"]) for r in steps)
     used = sum(int(r["context_tokens"]) for r in steps)
     return {
@@ -260,7 +271,7 @@ def run_task(task: CellTask) -> TaskResult:
                 "code_version": cell.code_version,
                 "config_json": cell.config_json,
                 "passed_config_json": canonical_json(dict(cell.passed)),
-                **_summary(result.steps, result.events),
+                **cell_summary(result.steps, result.events),
                 "started_at": started,
                 "elapsed_s": elapsed[cell.id],
             }

@@ -103,17 +103,24 @@ def _resolved(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         return json.loads(json.dumps(dict(config), default=str))
 
 
-def config_label(name: str, config: Mapping[str, Any] | str | None = None) -> str:
+def config_label(
+    name: str, config: Mapping[str, Any] | str | None = None, *, defaults: Mapping[str, Any] | None = None
+) -> str:
     """``name`` plus the parameters of ``config`` (a dict or its JSON text) that differ from the defaults.
 
     ``config`` may be partial (``{"min_tokens": 20000}``) or resolved (defaults filled in); both give the
-    same label. For a strategy that is not registered here every given parameter is shown.
+    same label. ``defaults`` (a resolved default config) is for a class that is not registered, e.g. one
+    defined in a notebook; without it, a strategy that is not registered shows every given parameter.
     """
     if isinstance(config, str):
         config = json.loads(config) if config.strip() else {}
     config = dict(config or {})
-    defaults = _defaults(name)
-    resolved = _resolved(name, config) if defaults is not None else json.loads(json.dumps(config, default=str))
+    plain = json.loads(json.dumps(config, default=str))
+    if defaults is not None:
+        defaults, resolved = json.loads(json.dumps(dict(defaults), default=str)), plain
+    else:
+        defaults = _defaults(name)
+        resolved = _resolved(name, config) if defaults is not None else plain
     flat, base = _flatten(resolved), _flatten(defaults or {})
     parts = [
         (short_key(key), format_value(key, value))

@@ -5,11 +5,13 @@
 * `MemorySectionsView` / `memory_snapshot` / `memory_diff` / `replay_memory`: the session-memory
   sections against their caps, and what each extraction changed (docs §1.1);
 * `StrategyComparison` / `run_comparison` / `comparison_table` / `plot_timelines`: strategies side by side;
-* `export_notebook_html`: static HTML with the widget state embedded and a local renderer.
+* `export_notebook_html`: static HTML with the widget state embedded and a local renderer;
+* `keep_window`, `memory`, `compare`: one call each (what ``wb.widgets`` offers notebooks).
 
 Only the views import ipywidgets (lazily), so the models work without it.
 """
 
+from ..memory.template import SessionMemory
 from ._compare import StrategyComparison, comparison_frames, comparison_table, plot_timelines, run_comparison
 from ._corpus import REPO_ROOT, resolve_corpus
 from ._export import WIDGET_ASSETS, export_notebook_html
@@ -28,6 +30,7 @@ from ._memory import (
     render_sections,
     replay_memory,
 )
+from ._shortcuts import compare, interesting_step, keep_window, memory
 from ._strip import record_class, render_overview, render_zoom
 
 __all__ = [
@@ -42,11 +45,16 @@ __all__ = [
     "SectionDiff",
     "SectionSize",
     "SessionIndex",
+    "SessionMemory",
     "StrategyComparison",
+    "compare",
     "comparison_frames",
     "comparison_table",
     "export_notebook_html",
+    "interesting_step",
+    "keep_window",
     "keep_window_model",
+    "memory",
     "memory_diff",
     "memory_history",
     "memory_snapshot",

@@ -47,8 +47,12 @@ def _labelled(results: Results) -> dict[str, list[ReplayResult]]:
     return out
 
 
-def comparison_frames(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(steps, events)`` with a ``label`` column, also used as ``config_hash``."""
+def comparison_frames(results: Results | Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(steps, events)`` with a ``label`` column. A ``wb.replay`` result (`workbench.Runs`) brings its
+    own frames (readable labels and real ``config_hash`` columns); for ``{label: results}`` the label is
+    also used as ``config_hash``."""
+    if isinstance(getattr(results, "steps", None), pd.DataFrame):
+        return results.steps, results.events
     steps, events = [], []
     for label, runs in _labelled(results).items():
         for r in runs:
@@ -62,6 +66,7 @@ def comparison_frames(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
 _TABLE_COLUMNS = [
     "label",
     "strategy",
+    "config_hash",
     "sessions",
     "steps",
     "compactions",
@@ -90,6 +95,7 @@ def comparison_table(
     saving = savings_sessions(steps, ev)
     valid = validity_sessions(steps, ev)
     table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=["session_id", "strategy", "config_hash"])
+    names = steps.drop_duplicates("config_hash").set_index("config_hash")["label"]
     pooled = (
         table.groupby("config_hash", sort=False)
         .agg(
@@ -106,14 +112,14 @@ def comparison_table(
             fallbacks=("fallbacks", "sum"),
         )
         .reset_index()
-        .rename(columns={"config_hash": "label"})
     )
+    pooled["label"] = pooled["config_hash"].map(names)
     pooled["saved_share"] = pooled["tokens_saved"] / pooled["input_tokens_without"].where(
         pooled["input_tokens_without"] > 0
     )
     pooled["violation_rate"] = pooled["violating_steps"] / pooled["steps"].where(pooled["steps"] > 0)
     order = list(dict.fromkeys(steps["config_hash"]))
-    pooled["_order"] = pooled["label"].map({k: i for i, k in enumerate(order)})
+    pooled["_order"] = pooled["config_hash"].map({k: i for i, k in enumerate(order)})
     return pooled.sort_values("_order")[_TABLE_COLUMNS].reset_index(drop=True)
 
 

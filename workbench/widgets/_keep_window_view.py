@@ -9,7 +9,7 @@ from ..transcript.model import Session
 from ._keep_window import KeepWindowState, SessionIndex, Summarized, keep_window_model
 from ._strip import render_legend, render_overview, render_zoom
 
-__all__ = ["KeepWindowView", "readout_lines", "render_readout"]
+__all__ = ["KeepWindowView", "readout_lines", "render_readout", "state_label"]
 
 
 def _check(ok: bool) -> str:
@@ -53,7 +53,24 @@ def readout_lines(state: KeepWindowState) -> list[str]:
             lines.extend(f"  [{v.rule}] {v.message}" for v in state.adjusted_violations)
         else:
             lines.append("adjusted cut: the API would accept it")
+    lines.append(f"as a config: {state_label(state)}")
     return lines
+
+
+def state_label(state: KeepWindowState) -> str:
+    """The SM-compact config these sliders stand for, as tables and legends name it
+    (`workbench.strategies.labels`): what ``wb.replay`` / a sweep would replay."""
+    from ..strategies.labels import config_label
+
+    config = {
+        "min_tokens": state.min_tokens,
+        "max_tokens": state.max_tokens,
+        "min_text_block_messages": state.min_text_block_messages,
+    }
+    try:
+        return config_label("sm-compact", config)
+    except ValueError as exc:  # min_tokens > max_tokens: the model explains it, the config is invalid
+        return f"(not a valid sm-compact config: {exc})"
 
 
 def render_readout(state: KeepWindowState) -> str:

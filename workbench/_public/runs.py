@@ -1,0 +1,345 @@
+"""``wb.strategy``, ``wb.replay`` and their result, `Runs`: tidy frames, a summary, plots.
+
+`Runs` is the one result type of the replaying verbs: ``wb.replay`` (in process, over loaded sessions)
+and ``wb.sweep`` (the sweep engine and its store) both return one, so the same ``summary()`` and
+``plot`` work on either. Its frames are the engines' own rows plus two columns: ``config_hash`` (the
+join key, `workbench.metrics.config_hash`) and ``label`` (readable: `workbench.strategies.labels`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..experiments.spec import METRIC_FAMILIES, nest
+from ..strategies.base import Strategy
+from ..transcript.model import Session, canonical_json
+from .corpus import Sessions, as_sessions
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..experiments.run import SweepPlan, SweepResult
+
+__all__ = ["PlotAccessor", "Runs", "StrategyLike", "replay", "strategy"]
+
+#: What the verbs accept as a strategy: a registered name, a configured instance, or a class (its defaults).
+StrategyLike = str | Strategy | type[Strategy]
+
+
+def strategy(spec: StrategyLike, config: Mapping[str, Any] | None = None, /, **params: Any) -> Strategy:
+    """A configured strategy: a registered name or a `Strategy` subclass, with its config validated.
+
+    Parameters are given as keywords, nested as dicts or dotted (``**{"trigger.pct_of_window": 60}``);
+    unknown keys and bad values raise (the configs are frozen pydantic models, ``extra="forbid"``).
+
+    Example::
+
+        wb.strategy("sm-compact", min_tokens=20_000, trigger={"pct_of_window": 60})
+        wb.strategy(MyStrategy, keep=3)          # a class defined in this notebook
+    """
+    merged = nest({**dict(config or {}), **params})
+    if isinstance(spec, Strategy):
+        if merged:
+            return type(spec)({**spec.config.model_dump(), **merged})
+        return spec
+    if isinstance(spec, type) and issubclass(spec, Strategy):
+        return spec(merged)
+    if isinstance(spec, str):
+        from ..strategies.registry import create
+
+        return create(spec, merged)
+    raise TypeError(f"expected a strategy name, class or instance, got {type(spec).__name__}")
+
+
+def _config_rows(strategies: Sequence[Strategy]) -> pd.DataFrame:
+    from ..metrics._common import config_hash
+    from ..strategies.labels import config_label, unique_labels
+
+    rows, seen = [], set()
+    for item in strategies:
+        config = item.config.model_dump(mode="json")
+        chash = config_hash(item.name, config)
+        if chash in seen:
+            continue
+        seen.add(chash)
+        defaults = type(item).Config().model_dump(mode="json")
+        rows.append(
+            {
+                "strategy": item.name,
+                "config_hash": chash,
+                "config_json": canonical_json(config),
+                "label": config_label(item.name, config, defaults=defaults),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["label", "strategy", "config_hash", "config_json"])
+    names = unique_labels(zip(frame["config_hash"], frame["label"], strict=True))
+    frame["label"] = frame["config_hash"].map(names)
+    return frame
+
+
+def _as_strategies(strategies: StrategyLike | Iterable[StrategyLike]) -> list[Strategy]:
+    if isinstance(strategies, (str, Strategy, type)):
+        return [strategy(strategies)]
+    items = [strategy(s) for s in strategies]
+    if not items:
+        raise ValueError("no strategies given")
+    return items
+
+
+def replay(
+    corpus: Sessions | Session | Iterable[Session] | str | Path,
+    strategies: StrategyLike | Iterable[StrategyLike],
+    *,
+    estimator: str = "claude-rough",
+    progress: bool = True,
+) -> Runs:
+    """Replay every session through every strategy (the engine of ``workbench replay``).
+
+    Strategies of one class whose configs differ only in what a compaction keeps share the replay up to
+    their first compaction (`workbench.replay.replay_group`), as in a sweep.
+
+    Args:
+        corpus: sessions from `wb.load` (or a session, sessions, or a path).
+        strategies: names, `wb.strategy(...)` instances or `Strategy` classes (their own defaults); a
+            class defined in the notebook works as is.
+        estimator: per-record estimator for post-compaction accounting.
+        progress: a progress bar over sessions.
+
+    Example::
+
+        runs = wb.replay(corpus, ["none", "sm-compact", wb.strategy("sm-compact", min_tokens=20_000)])
+        runs.summary()
+    """
+    from tqdm.auto import tqdm
+
+    from ..experiments.cells import cell_summary
+    from ..replay import replay_group
+    from ..strategies.base import prefix_key
+
+    sessions = as_sessions(corpus)
+    items = _as_strategies(strategies)
+    configs = _config_rows(items)
+    unique = list({row: s for row, s in zip(_hashes(items), items, strict=True)}.values())
+    label_of = dict(zip(configs["config_hash"], configs["label"], strict=True))
+    json_of = dict(zip(configs["config_hash"], configs["config_json"], strict=True))
+    groups: dict[str, list[tuple[str, Strategy]]] = {}
+    for chash, item in zip(_hashes(unique), unique, strict=True):
+        groups.setdefault(prefix_key(item), []).append((chash, item))
+    steps: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
+    for session in tqdm(sessions, desc="replay", unit="session", disable=not progress):
+        for members in groups.values():
+            results = replay_group(session, [s for _, s in members], estimator=estimator)
+            for (chash, item), result in zip(members, results, strict=True):
+                extra = {"config_hash": chash, "label": label_of[chash]}
+                steps.extend({**row, **extra} for row in result.steps)
+                events.extend({**row, **extra} for row in result.events)
+                cells.append(
+                    {
+                        "strategy": item.name,
+                        "config_hash": chash,
+                        "session_id": session.id,
+                        "source": session.source,
+                        "estimator": estimator,
+                        "config_json": json_of[chash],
+                        **cell_summary(result.steps, result.events),
+                    }
+                )
+    return Runs(sessions, configs, pd.DataFrame(cells), pd.DataFrame(steps), pd.DataFrame(events), estimator=estimator)
+
+
+def _hashes(items: Sequence[Strategy]) -> list[str]:
+    from ..metrics._common import config_hash
+
+    return [config_hash(s.name, s.config.model_dump(mode="json")) for s in items]
+
+
+class Runs:
+    """Replays of sessions × strategy configs, as tidy frames.
+
+    Attributes:
+        sessions: the replayed `Sessions`.
+        configs: one row per config in the order given: ``label``, ``strategy``, ``config_hash``,
+            ``config_json``.
+        steps: one row per session × config × API call (``context_tokens``, ``tokens_without_compaction``,
+            ``violations``, …; see `workbench.replay`), with ``label`` and ``config_hash``.
+        events: one row per compaction (``kind``, ``tokens_before``/``after``, ``keep_start``, …).
+        cells: one summary row per session × config (what a sweep stores per cell).
+        sweep: for ``wb.sweep`` results, the `SweepResult` (cells computed / cached, store).
+    """
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        configs: pd.DataFrame,
+        cells: pd.DataFrame,
+        steps: pd.DataFrame,
+        events: pd.DataFrame,
+        *,
+        estimator: str = "claude-rough",
+        sweep: SweepResult | None = None,
+        plan: SweepPlan | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.configs = configs.reset_index(drop=True)
+        self.cells = cells
+        self.steps = steps
+        self.events = events
+        self.estimator = estimator
+        self.sweep = sweep
+        self.plan = plan
+        self._summaries: dict[tuple[str, tuple[str, ...]], pd.DataFrame] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"Runs({len(self.configs)} configs × {self.steps['session_id'].nunique() if len(self.steps) else 0} "
+            f"sessions: {', '.join(self.labels)})"
+        )
+
+    @property
+    def labels(self) -> list[str]:
+        """The configs' readable names, in the order given."""
+        return list(self.configs["label"])
+
+    def summary(self, by: str = "config", metrics: Sequence[str] = METRIC_FAMILIES) -> pd.DataFrame:
+        """Savings, validity, cost and fidelity per config (``by="config"``, pooled over sessions) or per
+        session × config (``by="session"``): the sweep's tables (`workbench.experiments.tables`).
+
+        Pooled shares are ratios of sums (``saved_share`` = Σ saved / Σ uncompacted input tokens,
+        ``needed_recall`` = Σ needed facts kept / Σ needed facts); ``steps_blocked`` counts calls at the
+        blocking limit. Rows keep the order of `configs`.
+        """
+        from ..experiments.tables import cell_table, config_table
+
+        if by not in ("config", "session"):
+            raise ValueError(f"by must be 'config' or 'session', got {by!r}")
+        key = (by, tuple(metrics))
+        if key not in self._summaries:
+            table = cell_table(self.cells, self.steps, self.events, list(self.sessions), metrics)
+            order = {h: i for i, h in enumerate(self.configs["config_hash"])}
+            if by == "config":
+                table = config_table(table)
+            table = table.assign(_order=table["config_hash"].map(order))
+            sort = ["_order", "session_id"] if by == "session" else ["_order"]
+            table = table.sort_values(sort, kind="stable").drop(columns="_order").reset_index(drop=True)
+            front = [c for c in ("label", "strategy", "config_hash") if c in table.columns]
+            self._summaries[key] = table[[*front, *(c for c in table.columns if c not in front)]]
+        return self._summaries[key].copy()
+
+    @cached_property
+    def plot(self) -> PlotAccessor:
+        """Plots of these runs (each returns a matplotlib `Figure`): ``timeline``, ``pareto``,
+        ``cost_vs_savings``, ``violations``, ``heatmap``."""
+        return PlotAccessor(self)
+
+    def session_id(self, session: Session | str | None = None) -> str:
+        """A replayed session's id: given, by id prefix, or (None) the one with the most API calls."""
+        if isinstance(session, Session):
+            return session.id
+        ids = list(dict.fromkeys(self.steps["session_id"])) if len(self.steps) else []
+        if session is None:
+            if not ids:
+                raise ValueError("no replayed steps")
+            sizes = self.steps.groupby("session_id", sort=False)["step"].max()
+            return str(sizes.idxmax())
+        found = [i for i in ids if i == session] or [i for i in ids if i.startswith(session)]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} replayed sessions match {session!r}")
+        return found[0]
+
+    def save(self, folder: str | Path) -> Path:
+        """Write one ``workbench replay --out`` folder per config under ``folder`` (``steps.parquet``,
+        ``events.parquet``, ``manifest.json``): what ``wb.report`` / ``workbench report`` read."""
+        from ..report import write_manifest
+
+        root = Path(folder)
+        inputs = sorted({str(s.source) for s in self.sessions if s.source})
+        for row in self.configs.itertuples(index=False):
+            out = root / re.sub(r"[^A-Za-z0-9_.=%-]+", "_", row.label).strip("_")
+            out.mkdir(parents=True, exist_ok=True)
+            for name, frame in (("steps", self.steps), ("events", self.events)):
+                mine = frame[frame["config_hash"] == row.config_hash] if len(frame) else frame
+                mine.drop(columns=["label"], errors="ignore").to_parquet(out / f"{name}.parquet", index=False)
+            write_manifest(out, row.strategy, json.loads(row.config_json), inputs, estimator=self.estimator)
+        return root
+
+
+class PlotAccessor:
+    """``runs.plot.<kind>(…)``: `workbench.plots` over the runs' frames, labelled by config label.
+
+    Figures are detached from pyplot's state, so a notebook shows each one once, where it is the value
+    of a cell (or with ``display(fig)``), and scripts can ``fig.savefig(path)``.
+    """
+
+    def __init__(self, runs: Runs) -> None:
+        self._runs = runs
+
+    @staticmethod
+    def _detach(fig: Figure) -> Figure:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return fig
+
+    def timeline(
+        self, session: Session | str | None = None, labels: Sequence[str] | None = None, *, title: str | None = None
+    ) -> Figure:
+        """Context size per API call of one session (default: the longest), one line per config, the
+        uncompacted size, compaction markers, the window and the auto-compact threshold."""
+        from .. import plots
+
+        runs = self._runs
+        sid = runs.session_id(session)
+        steps = runs.steps[runs.steps["session_id"] == sid]
+        events = runs.events[runs.events["session_id"] == sid] if len(runs.events) else None
+        if labels is not None:
+            steps = steps[steps["label"].isin(labels)]
+            events = events[events["label"].isin(labels)] if events is not None else None
+        return self._detach(plots.context_timeline(steps, events, title=title))
+
+    def pareto(self, x: str = "saved_share", y: str = "needed_recall") -> Figure:
+        """Savings vs fidelity per config, each strategy's Pareto front drawn."""
+        from .. import plots
+
+        return self._detach(plots.pareto_front(self._runs.summary(), x=x, y=y))
+
+    def cost_vs_savings(self, x: str = "saved_share", y: str = "cost_usd") -> Figure:
+        """Simulated cost against the share of input tokens saved, per config."""
+        from .. import plots
+
+        return self._detach(plots.cost_vs_savings(self._runs.summary(metrics=("savings", "cost")), x=x, y=y))
+
+    def violations(self) -> Figure:
+        """API-invariant violations per step, by strategy and rule."""
+        from .. import plots
+        from ..metrics import validity_rules
+
+        runs = self._runs
+        rules = validity_rules(runs.steps, runs.events if len(runs.events) else None)
+        rules = rules[rules["scope"] == "step"] if len(rules) else rules
+        per = runs.steps.groupby("strategy").size()
+        return self._detach(plots.violation_rates(rules, per))
+
+    def heatmap(self, x: str, y: str, value: str = "saved_share", *, strategy: str | None = None) -> Figure:
+        """``value`` over two parameters (dotted config keys, e.g. ``min_tokens``, ``trigger.pct_of_window``)
+        of one strategy (default: the only one with several configs); other parameters averaged."""
+        from .. import plots
+
+        table = self._runs.summary()
+        if strategy is None:
+            counts = table["strategy"].value_counts()
+            several = list(counts[counts > 1].index)
+            if len(several) != 1:
+                raise ValueError(f"name the strategy: {len(several)} strategies have several configs")
+            strategy = str(several[0])
+        grid = table[table["strategy"] == strategy]
+        title = f"{strategy}: {value} over {x} × {y}"
+        return self._detach(plots.grid_heatmap(grid, f"cfg.{x}", f"cfg.{y}", value, title=title))

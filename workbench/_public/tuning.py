@@ -1,0 +1,104 @@
+"""``wb.tune``: a strategy's parameters searched over a corpus (the engine of ``workbench tune``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..experiments.tune import DEFAULT_CONSTRAINTS, TuneResult, TuneSpec, load_tune_spec, run_tune
+from ..strategies.base import Strategy
+from .corpus import Sessions, as_sessions
+from .sweeps import runs_from_store
+
+__all__ = ["tune"]
+
+
+def tune(
+    corpus: Sessions | Sequence[Any] | str | Path,
+    strategy: str | type[Strategy] | None = None,
+    *,
+    space: Mapping[str, Sequence[Any]] | None = None,
+    objective: str = "saved_share",
+    constraints: Mapping[str, str | float] | None = None,
+    fidelity: str = "needed_recall",
+    fidelity_goal: str = "max",
+    savings: str = "saved_share",
+    cost: str = "cost_usd",
+    config: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    store: str | Path | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    bootstrap: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    progress: bool = True,
+) -> TuneResult:
+    """Search ``strategy``'s parameters over ``corpus`` and recommend a config.
+
+    Every point of ``space`` (a grid: dotted key → values) is swept with the base ``config`` (cached in
+    ``store``; default: the workbench cache, so re-running a notebook computes nothing twice). Configs
+    that break a constraint are infeasible (default: no violating step, no call at the blocking limit);
+    the front is the feasible configs no other beats on ``savings``↑, ``fidelity`` (↑, or ↓ with
+    ``fidelity_goal="min"``) and ``cost``↓; the recommendation is the front config with the best
+    ``objective`` (``"-cost_usd"`` minimises), with 95% bootstrap intervals over sessions and a paired
+    interval against the base config. `workbench.experiments.tune` has the details.
+
+    ``corpus`` may also be a tune spec file (YAML, as ``workbench tune SPEC``), then the other arguments
+    are ignored except ``store``/``executor``/``workers``/``progress``.
+
+    Example::
+
+        result = wb.tune(corpus, "sm-compact",
+                         space={"min_tokens": [5_000, 10_000, 20_000], "trigger.pct_of_window": [None, 60, 80]},
+                         constraints={"violating_steps": "== 0", "steps_blocked": "== 0", "needed_recall": ">= 0.8"})
+        result.front, result.recommended["label"], result.intervals
+    """
+    from ..cache import cache_root
+    from ..strategies.registry import register, strategies
+
+    if isinstance(corpus, (str, Path)) and Path(corpus).suffix in (".yaml", ".yml") and strategy is None:
+        path = Path(corpus).expanduser()
+        spec = load_tune_spec(path)
+        result = run_tune(spec, path, store=store, executor=executor, workers=workers, progress=progress)
+        return _with_runs(result, None)
+    if strategy is None or not space:
+        raise ValueError("wb.tune needs a strategy and a space (or a tune spec file)")
+    if isinstance(strategy, type):
+        if strategies().get(strategy.name) is not strategy:
+            register(strategy)
+        strategy = strategy.name
+    sessions = as_sessions(corpus)
+    where = [str(p) for p in sessions.paths] or sorted({str(s.source) for s in sessions if s.source})
+    spec = TuneSpec(
+        name=name or f"tune-{strategy}",
+        corpus=where or ["."],
+        strategy=strategy,
+        config=dict(config or {}),
+        space={k: list(v) for k, v in space.items()},
+        objective=objective,
+        axes={"savings": savings, "fidelity": fidelity, "cost": cost},
+        fidelity_goal=fidelity_goal,
+        constraints=dict(DEFAULT_CONSTRAINTS if constraints is None else constraints),
+        bootstrap=bootstrap,
+        confidence=confidence,
+        seed=seed,
+    )
+    target = Path(store) if store is not None else cache_root() / "tune" / spec.name / "store"
+    result = run_tune(
+        spec,
+        Path.cwd() / f"{spec.name}.yaml",
+        sessions=list(sessions),
+        store=target,
+        executor=executor,
+        workers=workers,
+        progress=progress,
+    )
+    return _with_runs(result, sessions)
+
+
+def _with_runs(result: TuneResult, sessions: Sessions | None) -> TuneResult:
+    chosen = Sessions(result.plan.sessions, paths=sessions.paths if sessions is not None else result.plan.spec.corpus)
+    result.runs = runs_from_store(result.sweep, result.plan, chosen)
+    return result

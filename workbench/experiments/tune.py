@@ -1,0 +1,431 @@
+"""Tuning: search one strategy's parameters over a corpus on the sweep engine, return the Pareto front of
+savings vs fidelity vs cost and a recommended config with bootstrap intervals over sessions.
+
+A tune spec (``experiments/tune-*.yaml``, ``workbench tune SPEC``)::
+
+    name: tune-sm-compact
+    corpus: ["${WORKBENCH_CORPUS}/claude-code"]
+    corpus_fallback: ["../data"]
+    strategy: sm-compact
+    config: {}                                  # base config; the grid is merged over it
+    space:                                      # the grid (cartesian product), dotted keys nest
+      min_tokens: [5000, 10000, 20000]
+      max_tokens: [20000, 40000, 80000]
+      trigger.pct_of_window: [null, 60, 80]     # null = Claude Code's own threshold
+    objective: saved_share                      # what the recommendation maximises ("-cost_usd": minimise)
+    axes: {savings: saved_share, fidelity: needed_recall, cost: cost_usd}
+    fidelity_goal: max                          # "min" for a fidelity column where less is better
+    constraints: {violating_steps: "== 0", steps_blocked: "== 0", needed_recall: ">= 0.8"}
+    bootstrap: 2000
+    confidence: 0.95
+
+What happens, in order: the grid (plus the base config itself, the reference) becomes an experiment
+spec and runs on the sweep engine (`workbench.experiments.run`: cached, resumable, any executor; grid
+points the strategy's config rejects, e.g. ``min_tokens > max_tokens``, are skipped and counted). The
+per-config table is the sweep's (`workbench.experiments.tables.config_table`). A config is *feasible*
+when every constraint holds on its pooled value. The *front* is the feasible configs no other feasible
+config dominates on the three axes (savings and fidelity up, cost down; a cost that is not available,
+an unpriced model, drops that axis). The *recommendation* is the front config with the best objective
+(ties: better fidelity, then lower cost, then fewer parameters changed from the defaults). Its
+intervals are percentile bootstraps over sessions (the sessions resampled with replacement, each
+resample pooled as the tables pool: ratios of sums for ``saved_share``, ``needed_recall``,
+``dropped_recall`` and ``violation_rate``, sums otherwise), and the same resamples give a paired
+interval for its objective minus the reference's.
+
+Why a grid and not an optimiser (optuna): the spaces are small and discrete (a few keep-window sizes
+and thresholds), a cell costs about a millisecond, the sweep store caches every cell, and configs that
+differ only in what a compaction keeps share their replay prefix (`workbench.replay.replay_group`),
+which a sequential sampler would forfeit; the full grid also gives the whole front, not one optimum.
+The fidelity column is configurable so a metric added later (``expected_recovery_tokens``) can be the
+axis: ``axes: {fidelity: expected_recovery_tokens}``, ``fidelity_goal: min``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .spec import SpecError, resolve_spec
+
+__all__ = ["DEFAULT_CONSTRAINTS", "TuneResult", "TuneSpec", "load_tune_spec", "run_tune"]
+
+#: No request the API would reject, no call at the blocking limit (Claude Code would refuse it).
+DEFAULT_CONSTRAINTS: dict[str, str] = {"violating_steps": "== 0", "steps_blocked": "== 0"}
+
+#: Pooled columns that are ratios of sums: (numerator, denominator, value when the denominator is 0).
+RATIOS: dict[str, tuple[str, str, float]] = {
+    "saved_share": ("tokens_saved", "input_tokens_without", 0.0),
+    "needed_recall": ("needed_facts_kept", "needed_facts", 1.0),
+    "dropped_recall": ("dropped_facts_kept", "dropped_facts", 1.0),
+    "violation_rate": ("violating_steps", "steps", 0.0),
+}
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+_BOUND = re.compile(r"^\s*(<=|>=|==|<|>)\s*(-?[0-9.eE+-]+)\s*$")
+
+
+class Axes(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    savings: str = "saved_share"
+    fidelity: str = "needed_recall"
+    cost: str = "cost_usd"
+
+
+class TuneSpec(BaseModel):
+    """A tuning run (see the module docstring); unknown keys raise."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    corpus: list[str] = Field(min_length=1)
+    corpus_fallback: list[str] = Field(default_factory=list)
+    format: str | None = None
+    estimator: str = "claude-rough"
+    seed: int = 0
+    max_sessions: int | None = Field(None, gt=0)
+    strategy: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    space: dict[str, list[Any]] = Field(min_length=1)
+    objective: str = "saved_share"
+    axes: Axes = Axes()
+    fidelity_goal: Literal["max", "min"] = "max"
+    constraints: dict[str, str | float | int] = Field(default_factory=lambda: dict(DEFAULT_CONSTRAINTS))
+    bootstrap: int = Field(2000, ge=100)
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+    def experiment(self) -> dict[str, Any]:
+        """The experiment spec this tuning runs: the grid, and the base config as the reference."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "corpus": list(self.corpus),
+            "corpus_fallback": list(self.corpus_fallback),
+            "format": self.format,
+            "estimator": self.estimator,
+            "seed": self.seed,
+            "max_sessions": self.max_sessions,
+            "strategies": [
+                {"name": self.strategy, "config": dict(self.config)},
+                {"name": self.strategy, "config": dict(self.config), "grid": dict(self.space), "skip_invalid": True},
+            ],
+        }
+
+
+def parse_bound(column: str, bound: str | float | int) -> tuple[str, float]:
+    """``"== 0"`` → ``("==", 0.0)``; a bare number means ``<=``."""
+    if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+        return "<=", float(bound)
+    match = _BOUND.match(str(bound))
+    if not match:
+        raise ValueError(f"constraints.{column}: expected e.g. '== 0', '>= 0.8' or a number, got {bound!r}")
+    return match.group(1), float(match.group(2))
+
+
+def load_tune_spec(path: str | Path) -> TuneSpec:
+    """Read and validate a tune spec; errors name the file and the key."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{path}: (top level): expected a mapping, got {type(data).__name__}")
+    try:
+        spec = TuneSpec(**data)
+    except ValidationError as exc:
+        where = [f"{path}: {'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}" for e in exc.errors()]
+        raise SpecError("\n".join(where)) from None
+    for column, bound in spec.constraints.items():
+        try:
+            parse_bound(column, bound)
+        except ValueError as exc:
+            raise SpecError(f"{path}: {exc}") from None
+    return spec
+
+
+@dataclass
+class TuneResult:
+    """What `run_tune` found. ``table``: every config (the sweep's per-config columns plus ``feasible``,
+    ``violated`` and ``on_front``); ``front``: the feasible Pareto front, by savings; ``recommended``:
+    the chosen row; ``intervals``: value and bootstrap interval per axis and objective for the
+    recommendation, plus ``objective vs reference`` (paired); ``reference``: the base config's row;
+    ``runs``: the replays as `workbench.Runs` (set by ``wb.tune``) for plots and tables."""
+
+    spec: TuneSpec
+    table: pd.DataFrame
+    front: pd.DataFrame
+    recommended: pd.Series | None
+    reference: pd.Series | None
+    intervals: pd.DataFrame
+    sessions: int
+    skipped: int
+    notes: list[str] = field(default_factory=list)
+    #: The sweep behind it (`SweepResult`, `SweepPlan`): ``wb.tune`` turns them into `Runs` (``.runs``).
+    sweep: Any = None
+    plan: Any = None
+    runs: Any = None
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """The recommended config (resolved), or None when no config is feasible."""
+        import json
+
+        return None if self.recommended is None else json.loads(self.recommended["config_json"])
+
+    def as_dict(self) -> dict[str, Any]:
+        import json
+
+        def rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
+            cols = [c for c in columns if c in frame.columns]
+            return json.loads(frame[cols].to_json(orient="records"))
+
+        axes = [self.spec.axes.savings, self.spec.axes.fidelity, self.spec.axes.cost]
+        keys = ["label", "config_hash", *dict.fromkeys([*axes, self.spec.objective.lstrip("-")])]
+        return {
+            "name": self.spec.name,
+            "strategy": self.spec.strategy,
+            "sessions": self.sessions,
+            "configs": len(self.table),
+            "skipped_grid_points": self.skipped,
+            "feasible": int(self.table["feasible"].sum()) if len(self.table) else 0,
+            "objective": self.spec.objective,
+            "constraints": {k: str(v) for k, v in self.spec.constraints.items()},
+            "front": rows(self.front, keys),
+            "recommended": None
+            if self.recommended is None
+            else {**{k: _plain(self.recommended.get(k)) for k in keys}, "config": self.config},
+            "intervals": json.loads(self.intervals.to_json(orient="records")),
+            "notes": list(self.notes),
+        }
+
+    def render(self) -> str:
+        """Plain text: the front and the recommendation with its intervals."""
+        spec = self.spec
+        lines = [
+            f"tune {spec.name}: {spec.strategy}, {len(self.table)} configs over {self.sessions} sessions "
+            f"({int(self.table['feasible'].sum()) if len(self.table) else 0} feasible; "
+            f"constraints {', '.join(f'{k} {v}' for k, v in spec.constraints.items())})",
+            "",
+            "Pareto front (feasible; savings and fidelity up, cost down):",
+        ]
+        axes = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost]
+        for _, row in self.front.iterrows():
+            values = "  ".join(f"{a}={_fmt(row.get(a))}" for a in axes)
+            lines.append(f"  {row['label']:<56} {values}")
+        if self.recommended is None:
+            lines.append("\nno feasible config: relax the constraints or widen the space")
+        else:
+            lines.append(f"\nrecommended: {self.recommended['label']}  (config_hash {self.recommended['config_hash']})")
+            level = f"{spec.confidence:.0%}"
+            for _, row in self.intervals.iterrows():
+                lines.append(
+                    f"  {row['metric']:<28} {_fmt(row['value'])}  [{level} CI {_fmt(row['low'])}, {_fmt(row['high'])}]"
+                )
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.render()
+
+    def plot(self) -> Any:
+        """Savings vs fidelity of every config: infeasible grey, the front joined, the recommendation starred."""
+        from ..plots import tune_front
+
+        return tune_front(self.table, self.spec.axes.savings, self.spec.axes.fidelity, self.recommended)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _feasible(table: pd.DataFrame, constraints: Mapping[str, str | float | int]) -> tuple[pd.Series, pd.Series]:
+    ok = pd.Series(True, index=table.index)
+    violated: list[list[str]] = [[] for _ in range(len(table))]
+    for column, bound in constraints.items():
+        op, limit = parse_bound(column, bound)
+        if column not in table.columns:
+            raise ValueError(f"constraint on {column!r}: no such column (have {', '.join(sorted(table.columns))})")
+        holds = table[column].map(lambda v, op=op, limit=limit: v is not None and not pd.isna(v) and _OPS[op](v, limit))
+        ok &= holds.astype(bool)
+        for i, good in enumerate(holds):
+            if not good:
+                violated[i].append(f"{column} {op} {limit:g}")
+    return ok, pd.Series([", ".join(v) for v in violated], index=table.index)
+
+
+def pareto_mask(values: np.ndarray, senses: Sequence[int]) -> np.ndarray:
+    """Rows of ``values`` (configs × axes) no other row dominates; ``senses`` +1 = higher is better."""
+    oriented = values * np.asarray(senses, dtype=float)
+    keep = np.ones(len(values), dtype=bool)
+    for i in range(len(values)):
+        others = np.delete(oriented, i, axis=0)
+        dominated = np.all(others >= oriented[i], axis=1) & np.any(others > oriented[i], axis=1)
+        keep[i] = not dominated.any()
+    return keep
+
+
+def _pooled(frame: pd.DataFrame, column: str, weights: np.ndarray) -> np.ndarray:
+    """``column`` pooled over resampled sessions: ``weights`` (resamples × sessions) counts each session."""
+    if column in RATIOS:
+        num, den, empty = RATIOS[column]
+        top = weights @ frame[num].to_numpy(dtype=float)
+        bottom = weights @ frame[den].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), empty)
+    return weights @ frame[column].astype(float).fillna(0.0).to_numpy()
+
+
+def _intervals(
+    per_session: pd.DataFrame, chosen: str, reference: str | None, spec: TuneSpec, metrics: Sequence[str]
+) -> pd.DataFrame:
+    sessions = sorted(set(per_session["session_id"]))
+    rng = np.random.default_rng(spec.seed)
+    draws = rng.integers(0, len(sessions), size=(spec.bootstrap, len(sessions)))
+    weights = np.stack([np.bincount(row, minlength=len(sessions)) for row in draws]).astype(float)
+    alpha = (1 - spec.confidence) / 2
+
+    def frame_of(config: str) -> pd.DataFrame:
+        rows = per_session[per_session["config_hash"] == config].set_index("session_id")
+        return rows.reindex(sessions)
+
+    mine = frame_of(chosen)
+    out = []
+    for metric in metrics:
+        if metric not in mine.columns and metric not in RATIOS:
+            continue
+        values = _pooled(mine, metric, weights)
+        point = _pooled(mine, metric, np.ones((1, len(sessions))))[0]
+        low, high = np.quantile(values, [alpha, 1 - alpha])
+        out.append({"metric": metric, "value": point, "low": low, "high": high})
+    objective = spec.objective.lstrip("-")
+    if reference is not None and reference != chosen:
+        ref = frame_of(reference)
+        diff = _pooled(mine, objective, weights) - _pooled(ref, objective, weights)
+        point = (
+            _pooled(mine, objective, np.ones((1, len(sessions))))[0]
+            - _pooled(ref, objective, np.ones((1, len(sessions))))[0]
+        )
+        low, high = np.quantile(diff, [alpha, 1 - alpha])
+        out.append({"metric": f"{objective} vs reference", "value": point, "low": low, "high": high})
+    return pd.DataFrame(out, columns=["metric", "value", "low", "high"])
+
+
+def run_tune(
+    spec: TuneSpec,
+    path: str | Path,
+    *,
+    sessions: Sequence[Any] | None = None,
+    store: str | Path | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    progress: bool = True,
+) -> TuneResult:
+    """Run the tuning ``spec`` (``path``: where relative corpus paths resolve and errors point).
+
+    ``sessions`` (already loaded, e.g. ``wb.load(...)``) replace the spec's corpus; ``store`` defaults to
+    ``results/<name>/store`` as for sweeps.
+    """
+    from ..metrics._common import config_hash
+    from ..strategies import get_strategy
+    from .run import plan_for_sessions, plan_sweep, run_sweep
+    from .store import ResultStore
+    from .tables import cell_table, config_table, sweep_frames
+
+    resolved = resolve_spec(spec.experiment(), path)
+    plan = plan_for_sessions(resolved, sessions) if sessions is not None else plan_sweep(resolved)
+    target = Path(store) if store is not None else Path("results") / spec.name / "store"
+    result = run_sweep(resolved, store=target, executor=executor, workers=workers, progress=progress, plan=plan)
+    cells, steps, events = sweep_frames(ResultStore(result.store), result.cell_ids)
+    per_session = cell_table(cells, steps, events, plan.sessions)
+    table = config_table(per_session)
+    axes = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost]
+    objective = spec.objective.lstrip("-")
+    for column in dict.fromkeys([*axes, objective]):
+        if column not in table.columns:
+            raise ValueError(f"{column!r} is not a column of the sweep's table: {', '.join(sorted(table.columns))}")
+    notes: list[str] = []
+    feasible, violated = _feasible(table, spec.constraints)
+    table = table.assign(feasible=feasible, violated=violated)
+    senses = [1, 1 if spec.fidelity_goal == "max" else -1, -1]
+    used = [i for i, a in enumerate(axes) if table.loc[feasible, a].notna().all()]
+    if len(used) < 3:
+        notes.append(
+            f"{', '.join(axes[i] for i in range(3) if i not in used)}: not available for every config; "
+            "left out of the front"
+        )
+    on_front = pd.Series(False, index=table.index)
+    candidates = table[feasible]
+    if len(candidates):
+        mask = pareto_mask(candidates[[axes[i] for i in used]].to_numpy(dtype=float), [senses[i] for i in used])
+        on_front.loc[candidates.index[mask]] = True
+    table = table.assign(on_front=on_front)
+    front = table[table["on_front"]].sort_values(spec.axes.savings, ascending=False, kind="stable")
+    reference_hash = config_hash(
+        spec.strategy, get_strategy(spec.strategy).Config(**spec.config).model_dump(mode="json")
+    )
+    reference = table[table["config_hash"] == reference_hash]
+    recommended = None
+    intervals = pd.DataFrame(columns=["metric", "value", "low", "high"])
+    if len(front):
+        sign = -1 if spec.objective.startswith("-") else 1
+        keys = [front[objective] * sign, front[spec.axes.fidelity] * senses[1]]
+        if 2 in used:
+            keys.append(-front[spec.axes.cost])
+        keys.append(-front["label"].str.count("="))  # equal results: the config closest to the defaults
+        order = pd.concat(keys, axis=1).apply(tuple, axis=1).sort_values(ascending=False, kind="stable")
+        recommended = front.loc[order.index[0]]
+        intervals = _intervals(
+            per_session,
+            str(recommended["config_hash"]),
+            reference_hash if len(reference) else None,
+            spec,
+            list(dict.fromkeys([*axes, objective])),
+        )
+    n = len(plan.sessions)
+    if n < 10:
+        notes.append(f"{n} sessions: bootstrap intervals over so few sessions are wide and approximate")
+    if result.grid_points_skipped:
+        notes.append(f"{result.grid_points_skipped} grid points rejected by {spec.strategy}'s config (skipped)")
+    return TuneResult(
+        spec,
+        table.reset_index(drop=True),
+        front.reset_index(drop=True),
+        recommended,
+        reference.iloc[0] if len(reference) else None,
+        intervals,
+        n,
+        result.grid_points_skipped,
+        notes,
+        sweep=result,
+        plan=plan,
+    )
