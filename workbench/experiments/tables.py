@@ -167,6 +167,9 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
         if c in cells.columns
     }
     grouped = cells.groupby(["strategy", "config_hash"], sort=True)
+    for column in ("cost_usd", "summarizer_cost_usd"):  # an unpriced session makes the total unknown, not smaller
+        if column in sums:
+            sums[column] = lambda c: c.sum(min_count=len(c))  # type: ignore[assignment]
     out = grouped.agg({**sums, "peak_context_tokens": "max", "session_id": "nunique", "config_json": "first"})
     out = out.rename(columns={"session_id": "sessions"}).reset_index()
     out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)

@@ -74,7 +74,8 @@ def get_loader(name: str) -> Loader:
 
 def _ensure_builtin() -> None:
     if not _REGISTRY:
-        from . import claude_code, anthropic_messages, swe_agent, openhands, gemini_cli, aider, codex, chat_jsonl, hf  # noqa: F401, I001  (modules register themselves)
+        from . import gemini_session  # noqa: F401, I001  (first: see workbench.transcript)
+        from . import claude_code, anthropic_messages, swe_agent, openhands, gemini_cli, aider, codex, chat_jsonl, hf  # noqa: F401  (modules register themselves)
 
 
 def detect(path: Path) -> Loader | None:
