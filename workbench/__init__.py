@@ -26,6 +26,7 @@ also stand for the module: calling one runs the verb, an attribute is looked up 
 
 from __future__ import annotations
 
+import copyreg
 import importlib
 import sys
 import types
@@ -125,6 +126,14 @@ class _Package(types.ModuleType):
             return  # the verb resolves the module itself (sys.modules)
         super().__setattr__(name, value)
 
+
+def _reduce_package(module: types.ModuleType) -> tuple[Any, tuple[str]]:
+    """Pickle the package by reference, like any module (cloudpickle does so for user classes that
+    mention ``wb``; it dispatches on the exact module type, so the subclass needs saying)."""
+    return importlib.import_module, (module.__name__,)
+
+
+copyreg.pickle(_Package, _reduce_package)
 
 _VERBS = ("replay", "report", "strategies")
 for _name in _VERBS:

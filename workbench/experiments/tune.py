@@ -193,11 +193,10 @@ class TuneResult:
         return None if self.recommended is None else json.loads(self.recommended["config_json"])
 
     def as_dict(self) -> dict[str, Any]:
-        import json
 
         def rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
             cols = [c for c in columns if c in frame.columns]
-            return json.loads(frame[cols].to_json(orient="records"))
+            return [{k: _plain(v) for k, v in row.items()} for row in frame[cols].to_dict("records")]
 
         axes = [self.spec.axes.savings, self.spec.axes.fidelity, self.spec.axes.cost]
         keys = ["label", "config_hash", *dict.fromkeys([*axes, self.spec.objective.lstrip("-")])]
@@ -214,7 +213,7 @@ class TuneResult:
             "recommended": None
             if self.recommended is None
             else {**{k: _plain(self.recommended.get(k)) for k in keys}, "config": self.config},
-            "intervals": json.loads(self.intervals.to_json(orient="records")),
+            "intervals": rows(self.intervals, list(self.intervals.columns)),
             "notes": list(self.notes),
         }
 

@@ -1,0 +1,131 @@
+"""The public API (issue #18 item 1): the issue's snippet, with this project's names, runs on data/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+import workbench as wb
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return wb.load(DATA, progress=False)
+
+
+@pytest.fixture(scope="module")
+def runs(corpus):
+    return wb.replay(corpus, ["none", "sm-compact", wb.strategy("sm-compact", min_tokens=20_000)], progress=False)
+
+
+def _hashes(frame: pd.DataFrame) -> set[str]:
+    return set(frame["config_hash"])
+
+
+def test_the_snippet(corpus, runs, tmp_path, monkeypatch):
+    assert len(corpus) == 6 and len(corpus.main) == 5
+    session = corpus.largest()
+    assert runs.labels == ["none", "sm-compact", "sm-compact min_tokens=20k"]
+    for frame in (runs.steps, runs.events):
+        assert {"label", "config_hash", "session_id", "strategy"} <= set(frame.columns)
+    summary = runs.summary()
+    assert list(summary["label"]) == runs.labels and list(summary.columns[:3]) == ["label", "strategy", "config_hash"]
+    for column in ("saved_share", "needed_recall", "cost_usd", "violating_steps", "steps_blocked"):
+        assert column in summary.columns
+    assert summary.set_index("label").loc["none", "saved_share"] == 0
+    assert summary.set_index("label").loc["sm-compact", "saved_share"] > 0
+    timeline, pareto = runs.plot.timeline(session), runs.plot.pareto()
+    assert isinstance(timeline, Figure) and isinstance(pareto, Figure)
+    legend = [t.get_text() for t in timeline.axes[0].get_legend().get_texts()]
+    assert "sm-compact min_tokens=20k" in legend
+    assert not any(h in text for h in _hashes(runs.configs) for text in legend)
+    monkeypatch.chdir(tmp_path)
+    swept = wb.sweep(ROOT / "experiments" / "smoke.yaml", store=tmp_path / "store", executor="inline", progress=False)
+    assert swept.sweep.cells_total == 60 and "sm-compact min_tokens=5k trigger=40%" in swept.labels
+    assert "label" in swept.summary().columns and "label" in swept.steps.columns
+    runs.save(tmp_path / "mine")
+    report = wb.report(tmp_path / "mine")
+    assert set(report.strategies["label"]) == set(runs.labels)
+    assert "sm-compact min_tokens=20k" in report.text
+    view = wb.widgets.keep_window(session)
+    assert view.state.session_id == session.id
+    assert any(line.startswith("as a config: sm-compact") for line in wb.widgets.readout_lines(view.state))
+    assert "as a config: sm-compact min_tokens=20k" in "\n".join(wb.widgets.readout_lines(view.set(min_tokens=20_000)))
+
+
+def test_replay_is_the_engine(corpus, runs):
+    """No second implementation: the rows are `replay_session`'s, plus label and config_hash."""
+    from workbench.replay import replay_session
+    from workbench.strategies import create
+
+    session = corpus.largest()
+    direct = pd.DataFrame(replay_session(session, create("sm-compact", {"min_tokens": 20_000})).steps)
+    mine = runs.steps[(runs.steps["label"] == "sm-compact min_tokens=20k") & (runs.steps["session_id"] == session.id)]
+    pd.testing.assert_frame_equal(mine.drop(columns=["label", "config_hash"]).reset_index(drop=True), direct)
+
+
+def test_summary_by_session_and_the_same_tables_as_a_sweep(corpus, runs):
+    from workbench.experiments.tables import config_table
+
+    per_session = runs.summary(by="session")
+    assert len(per_session) == 3 * 6 and per_session["label"].notna().all()
+    pooled = config_table(per_session).set_index("config_hash")
+    mine = runs.summary().set_index("config_hash")
+    assert mine["saved_share"].to_dict() == pytest.approx(pooled["saved_share"].to_dict())
+
+
+def test_strategy_arguments():
+    nested = wb.strategy("sm-compact", trigger={"pct_of_window": 60})
+    dotted = wb.strategy("sm-compact", **{"trigger.pct_of_window": 60})
+    assert nested.config == dotted.config and nested.config.trigger.pct_of_window == 60
+    assert wb.strategy(nested, min_tokens=5_000).config.trigger.pct_of_window == 60
+    with pytest.raises(ValueError, match="min_tokenz"):
+        wb.strategy("sm-compact", min_tokenz=1)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        wb.strategy("no-such-strategy")
+
+
+def test_sessions_indexing(corpus):
+    first = corpus[0]
+    assert corpus[first.id[:8]] is first and len(corpus[:2]) == 2
+    overview = corpus.overview()
+    assert list(overview["session_id"]) == [s.id for s in corpus] and overview["api_calls"].sum() > 0
+    assert corpus.skipped().empty
+    with pytest.raises(KeyError):
+        corpus["zzzz"]
+    with pytest.raises(FileNotFoundError):
+        wb.load(DATA / "missing", progress=False)
+
+
+def test_unpriced_sessions_leave_the_pooled_cost_unknown(runs):
+    """A config's pooled cost is the sum over its sessions; one unpriced session makes it NaN, not smaller."""
+    from workbench.experiments.tables import config_table
+
+    cells = runs.summary(by="session")
+    cells.loc[cells.index[0], "cost_usd"] = float("nan")
+    table = config_table(cells).set_index("config_hash")
+    assert pd.isna(table.loc[cells.iloc[0]["config_hash"], "cost_usd"])
+    assert table["cost_usd"].notna().sum() == 2
+
+
+def test_import_is_cheap_and_verbs_stand_for_their_modules():
+    code = "import sys, workbench; print(sorted(m for m in ('pandas', 'matplotlib', 'pydantic') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+    from workbench.replay import replay_session
+    from workbench.report import render_report
+
+    assert wb.replay.replay_session is replay_session and wb.report.render_report is render_report
+    assert callable(wb.replay) and callable(wb.report) and callable(wb.strategies)
+    assert "sm-compact" in set(wb.strategies()["name"])
+    assert set(wb.__all__) <= set(dir(wb))
+    for name in wb.__all__:
+        assert getattr(wb, name) is not None, name

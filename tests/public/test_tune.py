@@ -1,0 +1,102 @@
+"""Tuning as a workflow (issue #18 item 3): the front, the recommendation and its intervals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.experiments.tune import TuneSpec, pareto_mask, parse_bound
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_pareto_mask_three_axes():
+    # savings up, fidelity up, cost down
+    values = np.array([[0.3, 0.8, 10.0], [0.2, 0.9, 9.0], [0.1, 0.7, 12.0], [0.3, 0.8, 11.0], [0.3, 0.8, 10.0]])
+    assert pareto_mask(values, [1, 1, -1]).tolist() == [True, True, False, False, True]
+
+
+def test_bounds():
+    assert parse_bound("v", "== 0") == ("==", 0.0)
+    assert parse_bound("v", ">= 0.8") == (">=", 0.8)
+    assert parse_bound("v", 3) == ("<=", 3.0)
+    with pytest.raises(ValueError, match=r"constraints\.v"):
+        parse_bound("v", "about 3")
+
+
+def test_cli_tune_on_the_synthetic_corpus(tmp_path):
+    """`workbench tune` returns a front and a recommendation that satisfy the constraints."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKBENCH_CODE_VERSION": "test"}
+    spec = ROOT / "experiments" / "tune-smoke.yaml"
+    cmd = [sys.executable, "-m", "workbench.cli", "tune", str(spec), "--json", "--store", str(tmp_path / "s")]
+    cmd += ["--plot", str(tmp_path / "front.png")]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout)
+    assert data["sessions"] == 6 and data["configs"] == 4 * 3 * 3 - 3 and data["skipped_grid_points"] == 3
+    assert data["front"] and data["recommended"] is not None and (tmp_path / "front.png").stat().st_size > 0
+    rec = data["recommended"]
+    assert rec["label"].startswith("sm-compact ") and rec["label"] in {row["label"] for row in data["front"]}
+    assert rec["needed_recall"] >= 0.8
+    assert max(row["saved_share"] for row in data["front"]) == rec["saved_share"]  # the objective: savings
+    intervals = {row["metric"]: row for row in data["intervals"]}
+    for metric in ("saved_share", "needed_recall", "cost_usd"):
+        row = intervals[metric]
+        assert row["low"] <= row["high"] and row["value"] == pytest.approx(rec[metric])
+    assert "saved_share vs reference" in intervals
+
+
+def test_api_tune_constraints_and_objective(tmp_path):
+    corpus = wb.load(ROOT / "data", progress=False)
+    space = {"min_tokens": [5_000, 20_000], "trigger.pct_of_window": [40, 80]}
+    result = wb.tune(corpus, "sm-compact", space=space, store=tmp_path / "s", executor="inline", progress=False)
+    table = result.table
+    assert len(table) == 4 + 1  # the grid and the base config (the reference)
+    assert result.reference is not None and result.reference["label"] == "sm-compact"
+    assert (table["feasible"] == ((table["violating_steps"] == 0) & (table["steps_blocked"] == 0))).all()
+    assert set(result.front["label"]) <= set(table.loc[table["feasible"], "label"])
+    assert result.recommended is not None and result.config["min_tokens"] in (5_000, 20_000)
+    assert result.runs.summary().shape[0] == 5 and "tune" in result.render()
+    # a constraint nothing meets: no recommendation, said so
+    none = wb.tune(
+        corpus,
+        "sm-compact",
+        space=space,
+        constraints={"saved_share": ">= 2"},
+        store=tmp_path / "s",
+        executor="inline",
+        progress=False,
+    )
+    assert none.recommended is None and none.front.empty and "no feasible config" in none.render()
+    # minimise cost instead: the recommendation is the cheapest front config
+    cheap = wb.tune(
+        corpus,
+        "sm-compact",
+        space=space,
+        objective="-cost_usd",
+        store=tmp_path / "s",
+        executor="inline",
+        progress=False,
+    )
+    assert cheap.recommended["cost_usd"] == cheap.front["cost_usd"].min()
+
+
+def test_fidelity_column_is_configurable():
+    spec = TuneSpec(
+        name="t",
+        corpus=["."],
+        strategy="sm-compact",
+        space={"min_tokens": [1]},
+        axes={"fidelity": "expected_recovery_tokens"},
+        fidelity_goal="min",
+    )
+    assert spec.axes.fidelity == "expected_recovery_tokens" and spec.fidelity_goal == "min"
+    with pytest.raises(ValueError):
+        TuneSpec(name="t", corpus=["."], strategy="sm-compact", space={"min_tokens": [1]}, objectiv="x")
