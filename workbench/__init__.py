@@ -12,6 +12,7 @@ One import for notebooks and scripts (the engines stay importable from their mod
     wb.tune(corpus, "sm-compact", space={"min_tokens": [5_000, 20_000]})   # front + recommendation
     runs.save("results/mine"); wb.report("results/mine")     # `workbench report`
     wb.widgets.keep_window(corpus.largest())                 # notebook widgets
+    wb.invariants(corpus).table                              # the naive-cut study (`workbench invariants`)
 
 Your own strategy: subclass `wb.Strategy` (a frozen `wb.StrategyConfig`, ``compact`` returning a
 `wb.Compaction` or None), pass the class to `wb.replay`, or `wb.register` it to use its name in sweeps.
@@ -36,7 +37,21 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from . import widgets
-    from ._public import PlotAccessor, Report, Runs, Sessions, load, replay, report, strategies, strategy, sweep, tune
+    from ._public import (
+        InvariantStudy,
+        PlotAccessor,
+        Report,
+        Runs,
+        Sessions,
+        invariants,
+        load,
+        replay,
+        report,
+        strategies,
+        strategy,
+        sweep,
+        tune,
+    )
     from .experiments.tune import TuneResult
     from .strategies.base import Compaction, ContextView, Strategy, StrategyConfig
     from .strategies.labels import config_label
@@ -45,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Compaction",
     "ContextView",
+    "InvariantStudy",
     "PlotAccessor",
     "Report",
     "Runs",
@@ -54,6 +70,7 @@ __all__ = [
     "TuneResult",
     "__version__",
     "config_label",
+    "invariants",
     "load",
     "register",
     "replay",
@@ -75,7 +92,7 @@ _LAZY = {
     "config_label": "workbench.strategies.labels",
     "TuneResult": "workbench.experiments.tune",
     **{name: "workbench._public" for name in ("PlotAccessor", "Report", "Runs", "Sessions", "load", "strategy")},
-    **{name: "workbench._public" for name in ("sweep", "tune")},
+    **{name: "workbench._public" for name in ("InvariantStudy", "invariants", "sweep", "tune")},
 }
 
 

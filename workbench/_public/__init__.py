@@ -6,15 +6,18 @@ A thin facade: every verb calls the engine the CLI uses (loaders, `workbench.rep
 
 from .corpus import Sessions, load
 from .runs import PlotAccessor, Runs, StrategyLike, replay, strategy
+from .study import InvariantStudy, invariants
 from .sweeps import Report, report, strategies, sweep
 from .tuning import tune
 
 __all__ = [
+    "InvariantStudy",
     "PlotAccessor",
     "Report",
     "Runs",
     "Sessions",
     "StrategyLike",
+    "invariants",
     "load",
     "replay",
     "report",

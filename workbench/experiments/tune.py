@@ -248,9 +248,13 @@ class TuneResult:
 
     def plot(self) -> Any:
         """Savings vs fidelity of every config: infeasible grey, the front joined, the recommendation starred."""
+        import matplotlib.pyplot as plt
+
         from ..plots import tune_front
 
-        return tune_front(self.table, self.spec.axes.savings, self.spec.axes.fidelity, self.recommended)
+        fig = tune_front(self.table, self.spec.axes.savings, self.spec.axes.fidelity, self.recommended)
+        plt.close(fig)  # detached: a notebook shows it once, as the cell's value
+        return fig
 
 
 def _plain(value: Any) -> Any:
