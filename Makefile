@@ -21,6 +21,7 @@ test: setup
 
 check: setup
 	$(BIN)/ruff check workbench tests
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python benchmarks/bench_tokens.py

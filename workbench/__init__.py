@@ -116,7 +116,8 @@ class _Verb:
 
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
-        return self._target().__doc__
+        doc: str | None = self._target().__doc__
+        return doc
 
     @property
     def __signature__(self) -> Any:

@@ -222,7 +222,7 @@ def list_strategies(as_json: JsonOpt = False) -> None:
     from .strategies.registry import broken_strategies, strategy_origin
     from .strategies.registry import strategies as registry
 
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": name,
             "description": cls.description,

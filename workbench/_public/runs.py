@@ -253,7 +253,7 @@ class Runs:
         found = [i for i in ids if i == session] or [i for i in ids if i.startswith(session)]
         if len(found) != 1:
             raise KeyError(f"{len(found)} replayed sessions match {session!r}")
-        return found[0]
+        return str(found[0])
 
     def save(self, folder: str | Path) -> Path:
         """Write one ``workbench replay --out`` folder per config under ``folder`` (``steps.parquet``,

@@ -138,7 +138,8 @@ class Report:
             if c in self.strategies
         ]
         notes = "".join(f"<p>note: {n}</p>" for n in self.notes)
-        return self.strategies[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-") + notes
+        table = str(self.strategies[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-"))
+        return table + notes
 
 
 def report(path: str | Path, *, sessions: Sessions | Sequence[Any] | None = None) -> Report:

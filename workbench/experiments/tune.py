@@ -60,7 +60,7 @@ from .spec import SpecError, resolve_spec
 __all__ = ["DEFAULT_CONSTRAINTS", "TuneResult", "TuneSpec", "load_tune_spec", "run_tune"]
 
 #: No request the API would reject, no call at the blocking limit (Claude Code would refuse it).
-DEFAULT_CONSTRAINTS: dict[str, str] = {"violating_steps": "== 0", "steps_blocked": "== 0"}
+DEFAULT_CONSTRAINTS: dict[str, str | float | int] = {"violating_steps": "== 0", "steps_blocked": "== 0"}
 
 #: Pooled columns that are ratios of sums: (numerator, denominator, value when the denominator is 0).
 RATIOS: dict[str, tuple[str, str, float]] = {
@@ -107,7 +107,7 @@ class TuneSpec(BaseModel):
     objective: str = "saved_share"
     axes: Axes = Axes()
     fidelity_goal: Literal["max", "min"] = "max"
-    constraints: dict[str, str | float | int] = Field(default_factory=lambda: dict(DEFAULT_CONSTRAINTS))
+    constraints: dict[str, str | float | int] = Field(default_factory=lambda: {**DEFAULT_CONSTRAINTS})
     bootstrap: int = Field(2000, ge=100)
     confidence: float = Field(0.95, gt=0, lt=1)
 

@@ -67,6 +67,7 @@ class ClaudeCode(Strategy):
     name = "claude-code"
     description = "Claude Code v2.1.88: tool-result budget, microcompact, then auto-compact (SM first, then full)."
     Config = ClaudeCodeConfig
+    config: ClaudeCodeConfig
     compaction_only = frozenset(
         {"sm.min_tokens", "sm.max_tokens", "sm.min_text_block_messages", "sm.thinking_aware", "sm.full_compact"}
     )

@@ -125,6 +125,7 @@ class FullCompact(Strategy):
     name = "full-compact"
     description = "Claude Code full compaction at the auto-compact threshold: 9-section summary, nothing kept."
     Config = FullCompactConfig
+    config: FullCompactConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         if not self.config.trigger.is_above_threshold(view.tokens):

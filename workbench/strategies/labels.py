@@ -97,10 +97,12 @@ def _defaults(name: str) -> dict[str, Any] | None:
 def _resolved(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
     from .registry import get_strategy
 
+    out: dict[str, Any]
     try:
-        return get_strategy(name).Config(**dict(config)).model_dump(mode="json")
+        out = get_strategy(name).Config(**dict(config)).model_dump(mode="json")
     except Exception:  # not valid for the registered class: label what was given
-        return json.loads(json.dumps(dict(config), default=str))
+        out = json.loads(json.dumps(dict(config), default=str))
+    return out
 
 
 def config_label(

@@ -175,6 +175,7 @@ class Microcompact(Strategy):
     name = "microcompact"
     description = "Claude Code time-based microcompact: after a 60-min gap clear all but the last 5 tool results."
     Config = TimeBasedConfig
+    config: TimeBasedConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         return time_based_microcompact(view, self.config)
@@ -185,6 +186,7 @@ class MicrocompactTruncate(Strategy):
     name = "microcompact-truncate"
     description = "The article's microcompact: at 60% of the window cut old tool outputs to 2,000 chars."
     Config = TruncateConfig
+    config: TruncateConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         return truncate_old_outputs(view, self.config)

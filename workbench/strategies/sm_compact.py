@@ -218,6 +218,7 @@ class SMCompact(Strategy):
         "thinking-aware cut (thinking_aware=false gives v2.1.88 exactly: sm-compact-reference)."
     )
     Config = SMCompactConfig
+    config: SMCompactConfig
     adjust = True
     compaction_only = frozenset(
         {"min_tokens", "max_tokens", "min_text_block_messages", "thinking_aware", "full_compact"}

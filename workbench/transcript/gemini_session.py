@@ -195,7 +195,7 @@ def session_from_conversation(data: Any, path: Path) -> Session:
     source = str(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
         return unreadable_session(path, FORMAT, "not a Gemini CLI session: no 'messages' list")
-    sid = data.get("sessionId") if isinstance(data.get("sessionId"), str) else path.stem
+    sid = str(data["sessionId"]) if isinstance(data.get("sessionId"), str) else path.stem
     records: list[Record] = []
     skipped: list[Skip] = []
     for index, message in enumerate(data["messages"]):
@@ -230,8 +230,8 @@ class GeminiSessionLoader:
     request files have no ``sessionId``, Claude Code files are ``.jsonl``.
     """
 
-    name = FORMAT
-    suffixes = (".json",)
+    name: str = FORMAT
+    suffixes: tuple[str, ...] = (".json",)
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if not head.lstrip().startswith(b"{"):

@@ -52,8 +52,9 @@ def comparison_frames(results: Results | Any) -> tuple[pd.DataFrame, pd.DataFram
     own frames (readable labels and real ``config_hash`` columns); for ``{label: results}`` the label is
     also used as ``config_hash``."""
     if isinstance(getattr(results, "steps", None), pd.DataFrame):
-        return results.steps, results.events
-    steps, events = [], []
+        return results.steps, results.events  # type: ignore[union-attr]
+    steps: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     for label, runs in _labelled(results).items():
         for r in runs:
             steps.extend({**row, "label": label, "config_hash": label} for row in r.steps)
