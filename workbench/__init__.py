@@ -31,11 +31,13 @@ import copyreg
 import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would double this module's import time
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import widgets
     from ._public import (
         InvariantStudy,

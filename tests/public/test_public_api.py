@@ -129,3 +129,21 @@ def test_import_is_cheap_and_verbs_stand_for_their_modules():
     assert set(wb.__all__) <= set(dir(wb))
     for name in wb.__all__:
         assert getattr(wb, name) is not None, name
+
+
+def test_the_five_notebooks_use_only_the_public_api_and_widgets():
+    import re
+
+    import nbformat
+
+    names = ("01_quickstart", "02_tune_keep_window", "03_compare_strategies", "04_api_invariants", "05_session_memory")
+    public = set(wb.__all__)
+    widgets = set(wb.widgets.__all__)
+    for name in names:
+        nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        imports = re.findall(r"^\s*(?:from|import)\s+(workbench\S*)(.*)$", code, flags=re.M)
+        assert imports == [("workbench", " as wb")], (name, imports)
+        used = set(re.findall(r"\bwb\.(\w+)", code))
+        assert used <= public, (name, used - public)
+        assert set(re.findall(r"\bwb\.widgets\.(\w+)", code)) <= widgets, name
