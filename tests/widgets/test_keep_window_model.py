@@ -103,7 +103,8 @@ def test_model_explains_and_validates_a_naive_cut() -> None:
     lines = readout_lines(state)
     assert lines[1] == "naive start #3 → adjusted start #1 (moved 2 records earlier)"
     assert any(line.startswith("  [tool_result_without_tool_use]") for line in lines)
-    assert lines[-1] == "adjusted cut: the API would accept it"
+    assert lines[-2] == "adjusted cut: the API would accept it"
+    assert lines[-1] == "as a config: sm-compact max_tokens=900 min_text_block_messages=1 min_tokens=500"
 
 
 def test_minimums_drive_the_window() -> None:
