@@ -65,11 +65,12 @@ def test_a_main_module_strategy_runs_in_replay_and_every_executor(tmp_path):
             if __name__ == "__main__":
                 corpus = wb.load({str(DATA)!r}, progress=False)
                 runs = wb.replay(corpus, ["none", KeepTail, wb.strategy(KeepTail, keep=80)], progress=False)
+                summary = runs.summary(metrics=("savings",))  # before registering: labels from the class
                 wb.register(KeepTail)
                 spec = {{"name": "mine", "corpus": [{str(DATA)!r}], "metrics": ["savings", "validity"],
                          "strategies": [{{"name": "keep-tail", "grid": {{"keep": [40, 80]}}}}]}}
                 out = {{"labels": runs.labels,
-                        "replay": runs.summary(metrics=("savings",)).set_index("label")["tokens_saved"].to_dict()}}
+                        "replay": summary.set_index("label")["tokens_saved"].to_dict()}}
                 for name, executor, method in (("fork", "local", "fork"), ("spawn", "local", "spawn"),
                                                 ("dask", "dask-local", None)):
                     if method:

@@ -227,7 +227,8 @@ class Runs:
             order = {h: i for i, h in enumerate(self.configs["config_hash"])}
             if by == "config":
                 table = config_table(table)
-            table = table.assign(_order=table["config_hash"].map(order))
+            names = dict(zip(self.configs["config_hash"], self.configs["label"], strict=True))
+            table = table.assign(_order=table["config_hash"].map(order), label=table["config_hash"].map(names))
             sort = ["_order", "session_id"] if by == "session" else ["_order"]
             table = table.sort_values(sort, kind="stable").drop(columns="_order").reset_index(drop=True)
             front = [c for c in ("label", "strategy", "config_hash") if c in table.columns]

@@ -104,7 +104,13 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
                     name = f"heatmap-{item.name}-{value}.png"
                     keep(
                         name,
-                        plots.grid_heatmap(grid, f"cfg.{keys[0]}", f"cfg.{keys[1]}", value),
+                        plots.grid_heatmap(
+                            grid,
+                            f"cfg.{keys[0]}",
+                            f"cfg.{keys[1]}",
+                            value,
+                            title=f"{item.name}: {value} over {keys[0]} × {keys[1]}",
+                        ),
                         f"{item.name}: {value} over {keys[0]} × {keys[1]} (other parameters averaged)",
                     )
     lines = [
