@@ -415,6 +415,11 @@ def run_tune(
             list(dict.fromkeys([*axes, objective])),
         )
     n = len(plan.sessions)
+    if recommended is not None:
+        mine = per_session[per_session["config_hash"] == recommended["config_hash"]]
+        acting = int((mine["compactions"] > 0).sum())
+        if acting < n:
+            notes.append(f"{acting} of {n} sessions compact under the recommendation: its savings rest on them")
     if n < 10:
         notes.append(f"{n} sessions: bootstrap intervals over so few sessions are wide and approximate")
     if result.grid_points_skipped:
