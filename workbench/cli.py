@@ -318,6 +318,33 @@ def replay(
     _emit(data, as_json, "\n".join(lines))
 
 
+@app.command()
+def recovery(
+    paths: PathsArg,
+    estimator: Annotated[str, typer.Option(help="Estimator for the re-read tokens.")] = "claude-rough",
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated questions)."""
+    from .metrics.recovery import recovery as measure
+    from .tokens.estimators import estimator_names
+
+    if estimator not in estimator_names():
+        typer.echo(f"error: unknown estimator {estimator!r} (known: {', '.join(estimator_names())})", err=True)
+        raise typer.Exit(2)
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    frame = measure(sessions, estimator=estimator)
+    data = {"estimator": estimator, "sessions": len(sessions), "compactions": frame.to_dict(orient="records")}
+    if frame.empty:
+        human = "no recorded compaction (compact_boundary) on a main chain in these sessions"
+    else:
+        names = frame["file"].map(lambda f: Path(f).name)
+        shown = frame.drop(columns=["reread_paths", "session_id"]).assign(file=names)
+        human = f"{len(frame)} recorded compactions in {frame['file'].nunique()} files\n" + shown.to_string(index=False)
+    _emit(data, as_json, human)
+
+
 @app.command("report")
 def report_command(
     results_dir: Annotated[Path, typer.Argument(help="A `workbench replay --out` folder, or a folder of them.")],
