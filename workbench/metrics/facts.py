@@ -226,7 +226,12 @@ def extract_facts(records: Sequence[Record]) -> list[Fact]:
 
 
 class FactIndex:
-    """What a text contains, in the form `Fact` keys are checked against."""
+    """What a text contains, in the form `Fact` keys are checked against.
+
+    `FactIndex.combine` builds the index of several texts from their own indexes (a union: the patterns
+    never match across the newline that joins texts), so a replay's many compacted contexts, which
+    share most records, index each record once.
+    """
 
     def __init__(self, texts: Iterable[str]):
         text = "\n".join(t for t in texts if t)
@@ -244,6 +249,19 @@ class FactIndex:
         self.atoms.update(m.rstrip(".,;:") for m in _URL.findall(text))
         self.atoms.update(_ISSUE.findall(text))
         self.words = set(_WORD.findall(text.lower()))
+
+    @classmethod
+    def combine(cls, parts: Iterable[FactIndex]) -> FactIndex:
+        """The index of the newline-joined texts of ``parts``."""
+        out = cls(())
+        flats = []
+        for part in parts:
+            if part.flat:
+                flats.append(part.flat)
+            out.atoms |= part.atoms
+            out.words |= part.words
+        out.flat = " ".join(flats)
+        return out
 
     def __contains__(self, fact: Fact) -> bool:
         if fact.kind in DIRECTIVE_KINDS:

@@ -153,6 +153,29 @@ def _future_index(records: Sequence[Record], start: int) -> FactIndex:
     return FactIndex(render_record(r) for r in records[start:] if r.kind == "assistant")
 
 
+class _Indexes:
+    """Per-record fact indexes and future indexes of one record list, computed once each."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.records = records
+        self._own: dict[int, FactIndex] = {}
+        self._future: dict[int, FactIndex] = {}
+
+    def record(self, record: Record) -> FactIndex:
+        key = id(record)
+        if key not in self._own:
+            self._own[key] = FactIndex([render_record(record)])
+        return self._own[key]
+
+    def context(self, summary: str | None, kept: Sequence[Record]) -> FactIndex:
+        return FactIndex.combine([FactIndex([summary or ""]), *(self.record(r) for r in kept)])
+
+    def future(self, start: int) -> FactIndex:
+        if start not in self._future:
+            self._future[start] = _future_index(self.records, start)
+        return self._future[start]
+
+
 def _session_facts(records: Sequence[Record]) -> list[Fact]:
     return extract_facts(records)
 
@@ -169,19 +192,19 @@ def fidelity_events(session: Session, events: pd.DataFrame | Sequence[Mapping[st
         return pd.DataFrame(rows)
     original = session.conversation()
     stripped, _ = strip_recorded_compactions(original)
-    cache: dict[int, tuple[list[Record], list[Fact], list[Any], list[int]]] = {}
+    cache: dict[int, tuple[list[Record], list[Fact], list[Any], list[int], _Indexes]] = {}
 
-    def prepared(records: list[Record]) -> tuple[list[Record], list[Fact], list[Any], list[int]]:
+    def prepared(records: list[Record]) -> tuple[list[Record], list[Fact], list[Any], list[int], _Indexes]:
         key = id(records)
         if key not in cache:
             boundaries = [i for i, r in enumerate(records) if r.is_compact_boundary]
-            cache[key] = (records, _session_facts(records), api_calls(records), boundaries)
+            cache[key] = (records, _session_facts(records), api_calls(records), boundaries, _Indexes(records))
         return cache[key]
 
     for keys, group in frame.groupby(KEYS, sort=True):
         group = group.sort_values("step", kind="stable")
         recorded = (group["kind"] == "recorded-compact").any()
-        records, facts, calls, boundaries = prepared(original if recorded else stripped)
+        records, facts, calls, boundaries, indexes = prepared(original if recorded else stripped)
         dropped_so_far: set[str] = set()
         summary: str | None = None
         recorded_seen = 0
@@ -204,8 +227,8 @@ def fidelity_events(session: Session, events: pd.DataFrame | Sequence[Mapping[st
             if isinstance(text, str) and text:
                 summary = text
             kept = [r for r in history if r.uuid is None or r.uuid not in dropped_so_far]
-            context = FactIndex([summary or "", *(render_record(r) for r in kept)])
-            score = score_compaction(facts, new, context, _future_index(records, point))
+            context = indexes.context(summary, kept)
+            score = score_compaction(facts, new, context, indexes.future(point))
             rows.append(
                 {
                     **dict(zip(KEYS, keys, strict=True)),
