@@ -351,15 +351,19 @@ def report_command(
     as_json: JsonOpt = False,
     window: Annotated[int, typer.Option(help="Context window for overflow counts.")] = 200_000,
     blocking_limit: Annotated[int, typer.Option(help="Blocking limit for overflow counts.")] = 177_000,
+    baseline: Annotated[
+        str | None, typer.Option(help="Strategy the paired differences are taken against (default: recorded, none).")
+    ] = None,
 ) -> None:
-    """Summarise replay results: savings, violations, recall and cost per session and strategy."""
+    """Summarise replay results: savings, violations, recall, recovery and cost per session and strategy,
+    with 95% bootstrap intervals over sessions and paired differences against a baseline."""
     from .report import render_report, report
 
     if not results_dir.is_dir():
         typer.echo(f"error: {results_dir}: not a folder", err=True)
         raise typer.Exit(1)
     try:
-        data = report(results_dir, window=window, blocking_limit=blocking_limit)
+        data = report(results_dir, window=window, blocking_limit=blocking_limit, baseline=baseline)
     except (FileNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -26,9 +26,13 @@ import pandas as pd
 from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, session_map, share
 from .metrics.bill import bill_sessions
 from .metrics.cost import calibrate_cost, cost_sessions, dollar_weighted_error, load_pricing
+from .metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
+from .metrics.expected_recovery import expected_recovery, expected_recovery_sessions
 from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
 from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
+from .metrics.recovery import recovery
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
+from .metrics.uncertainty import CI_METRICS, bootstrap_intervals, few_sessions_note, paired_differences
 from .metrics.validity import validity_sessions
 from .transcript.model import Session
 
@@ -169,6 +173,8 @@ def report(
     blocking_limit: int = BLOCKING_LIMIT,
     pricing_path: str | None = None,
     summarizer_input: str = "cache_read",
+    baseline: str | None = None,
+    estimator: str = "claude-rough",
 ) -> dict[str, Any]:
     """Summary of every run under ``results_dir`` as a JSON-serialisable dict.
 
@@ -178,9 +184,15 @@ def report(
     ``recorded_cost_usd`` (the bill of the recorded usage, = ccusage; the same for every strategy of a
     session), ``recorded_cost_output_estimated_usd``, ``recorded_output_tokens``, ``output_tokens_estimate``
     and ``output_tokens_estimated`` (responses whose final usage was not persisted, `workbench.metrics.bill`),
-    and ``compaction_agent``); ``strategies`` (the same pooled per strategy ×
-    config_hash); ``reference`` (Claude's recorded summaries scored like strategies);
+    ``compaction_agent``, ``expected_recovery_tokens``/``_calls``, ``recovery_cost_usd``, ``total_cost_usd``
+    = ``cost_usd + recovery_cost_usd``, and for ``recorded`` runs the measured
+    ``measured_recovery_tokens``/``_calls``); ``strategies`` (the same pooled per strategy × config_hash,
+    with ``<metric>_ci_low``/``<metric>_ci_high`` 95% bootstrap intervals over sessions for the
+    `CI_METRICS`); ``differences`` (paired differences against ``baseline``, default ``recorded`` when
+    present, else ``none``); ``reference`` (Claude's recorded summaries scored like strategies);
+    ``recovery`` (what the agent re-acquired after each recorded compaction, `workbench.metrics.recovery`);
     ``calibration`` (cost simulation vs recorded usage, for ``none``/``recorded`` runs); ``notes``.
+    ``estimator`` counts re-acquired tokens.
     """
     steps, events, runs = load_results(results_dir)
     notes: list[str] = []
@@ -190,7 +202,9 @@ def report(
             "runs": runs,
             "sessions": [],
             "strategies": [],
+            "differences": [],
             "reference": [],
+            "recovery": [],
             "calibration": [],
             "notes": ["no steps.parquet found"],
         }
@@ -208,9 +222,9 @@ def report(
             "no `none` run and no sessions: tokens saved by `recorded` are measured against its own compacted context"
         )
 
-    baseline = _baseline(steps, by_id)
+    uncompacted = _baseline(steps, by_id)
     pricing = load_pricing(pricing_path)
-    saving = savings_sessions(steps, events, window=window, blocking_limit=blocking_limit, baseline=baseline)
+    saving = savings_sessions(steps, events, window=window, blocking_limit=blocking_limit, baseline=uncompacted)
     valid = validity_sessions(steps, events)
     money = cost_sessions(steps, events, by_id, pricing=pricing, summarizer_input=summarizer_input)  # type: ignore[arg-type]
     table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=KEYS, how="left")
@@ -245,8 +259,19 @@ def report(
     else:
         for column in FIDELITY_COLUMNS:
             table[column] = None
+    table, measured = _with_recovery(table, steps, events, by_id, pricing, estimator, notes)
     table = _with_labels(table, runs)
-    strategies = _with_labels(_pooled(table.drop(columns=["label"])), runs)
+    strategies = _pooled(table.drop(columns=["label"]))
+    strategies = strategies.merge(bootstrap_intervals(table, CI_METRICS), on=["strategy", "config_hash"], how="left")
+    strategies = _with_labels(strategies, runs)
+    names = set(table["strategy"])
+    baseline = baseline or next((b for b in ("recorded", "none") if b in names), None)
+    if baseline is not None and baseline not in names:
+        raise ValueError(f"baseline strategy {baseline!r} is not among the runs ({', '.join(sorted(names))})")
+    differences = paired_differences(table, baseline, CI_METRICS) if baseline else pd.DataFrame()
+    few = few_sessions_note(table)
+    if few:
+        notes.append(few)
     reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()
     calibration = pd.DataFrame()
     if by_id and {"none", "recorded"} & set(steps["strategy"]):
@@ -267,10 +292,52 @@ def report(
         "runs": runs,
         "sessions": _records(table),
         "strategies": _records(strategies),
+        "baseline": baseline,
+        "differences": _records(differences),
         "reference": _records(reference.drop(columns=["needed_by_kind"], errors="ignore")) if len(reference) else [],
+        "recovery": _records(measured),
         "calibration": _records(calibration),
         "notes": notes,
     }
+
+
+def _with_recovery(
+    table: pd.DataFrame,
+    steps: pd.DataFrame,
+    events: pd.DataFrame,
+    by_id: Mapping[str, Session],
+    pricing: Any,
+    estimator: str,
+    notes: list[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The expected recovery and its price per session row, ``total_cost_usd``, and for ``recorded``
+    rows the measured recovery after the recorded compactions; also the measured rows themselves."""
+    measured = recovery(by_id.values(), estimator=estimator) if by_id else pd.DataFrame()
+    if by_id:
+        available = steps[steps["session_id"].isin(by_id)]
+        per_event = expected_recovery(by_id, events, available, estimator=estimator, pricing=pricing)
+        rec = expected_recovery_sessions(per_event, available, by_id)
+        table = table.merge(rec, on=KEYS, how="left")
+        if len(events) and "added_text" not in events.columns and (events["kind"] == "full-compact").any():
+            notes.append(
+                "events.parquet without added_text (written before it existed): re-attached files are not "
+                "credited in expected_recovery; replay again for the full estimate"
+            )
+    else:
+        for column in RECOVERY_COLUMNS:
+            table[column] = None
+    table["total_cost_usd"] = pd.to_numeric(table["cost_usd"], errors="coerce") + pd.to_numeric(
+        table["recovery_cost_usd"], errors="coerce"
+    )
+    table["measured_recovery_tokens"] = float("nan")
+    table["measured_recovery_calls"] = float("nan")
+    if len(measured):
+        per_session = measured.groupby("session_id")[["recovery_tokens", "recovery_calls"]].sum()
+        recorded = table["strategy"] == "recorded"
+        for column in ("tokens", "calls"):
+            found = table.loc[recorded, "session_id"].map(per_session[f"recovery_{column}"])
+            table.loc[recorded, f"measured_recovery_{column}"] = found.fillna(0).astype(float)
+    return table, measured
 
 
 def _pooled(table: pd.DataFrame) -> pd.DataFrame:
@@ -292,6 +359,13 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         fallbacks=("fallbacks", "sum"),
         cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # unpriced sessions stay NaN
         summarizer_cost_usd=("summarizer_cost_usd", "sum"),
+        expected_recovery_calls=("expected_recovery_calls", lambda c: _available_sum(c)),
+        expected_recovery_tokens=("expected_recovery_tokens", lambda c: _available_sum(c)),
+        expected_recovery_files=("expected_recovery_files", lambda c: _available_sum(c)),
+        recovery_cost_usd=("recovery_cost_usd", lambda c: _available_sum(c)),
+        total_cost_usd=("total_cost_usd", lambda c: c.sum(min_count=len(c))),
+        measured_recovery_tokens=("measured_recovery_tokens", lambda c: _available_sum(c)),
+        measured_recovery_calls=("measured_recovery_calls", lambda c: _available_sum(c)),
     ).reset_index()
     out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)
     out["violation_rate"] = out["violating_steps"] / out["steps"].where(out["steps"] > 0)
@@ -306,6 +380,12 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         out["dropped_recall"] = None
         out["needed_recall"] = None
     return out
+
+
+def _available_sum(column: pd.Series) -> float | None:
+    """Sum over the sessions where the estimate is available; null (never 0) where none is."""
+    values = pd.to_numeric(column, errors="coerce")
+    return float(values.sum()) if values.notna().any() else None
 
 
 def _fmt(value: Any, kind: str = "") -> str:
@@ -339,12 +419,46 @@ _COLUMNS = (
     ("dropped recall", "dropped_recall", "recall"),
     ("cost", "cost_usd", "usd"),
     ("$/1k steps", "cost_per_1k_steps", "usd"),
+    ("recovery tok", "expected_recovery_tokens", ""),
+    ("recovery calls", "expected_recovery_calls", ""),
+    ("recovery $", "recovery_cost_usd", "usd"),
+    ("total cost", "total_cost_usd", "usd"),
 )
+#: The by-strategy table: the headline metrics with their 95% intervals over sessions.
+_STRATEGY_COLUMNS = (
+    *_COLUMNS[:4],
+    ("saved [95% CI]", "saved_share", "pct_ci"),
+    *_COLUMNS[6:12],
+    ("needed recall [95% CI]", "needed_recall", "recall_ci"),
+    _COLUMNS[13],
+    ("recovery tok [95% CI]", "expected_recovery_tokens", "tok_ci"),
+    ("measured", "measured_recovery_tokens", ""),
+    ("cost [95% CI]", "cost_usd", "usd_ci"),
+    ("total cost [95% CI]", "total_cost_usd", "usd_ci"),
+)
+_DIFF_KINDS = {
+    "saved_share": "pct",
+    "needed_recall": "recall",
+    "expected_recovery_tokens": "",
+    "cost_usd": "usd",
+    "total_cost_usd": "usd",
+}
+
+
+def _cell(row: Mapping[str, Any], key: str, kind: str) -> str:
+    """A value, or for ``*_ci`` kinds the value with its interval: ``36.1% [30.2%, 41.0%]``."""
+    if not kind.endswith("_ci"):
+        return _fmt(row.get(key), kind)
+    base = {"pct_ci": "pct", "recall_ci": "recall", "usd_ci": "usd", "tok_ci": ""}[kind]
+    value, low, high = row.get(key), row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    if low is None or high is None or _fmt(value, base) == "-":
+        return _fmt(value, base)
+    return f"{_fmt(value, base)} [{_fmt(low, base)}, {_fmt(high, base)}]"
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
     cells = [[title for title, _, _ in columns]]
-    cells += [[_fmt(row.get(key), kind) for _, key, kind in columns] for row in rows]
+    cells += [[_cell(row, key, kind) for _, key, kind in columns] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = [
         "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
@@ -362,6 +476,33 @@ def _section(
     return [title, _table(cut, columns), ""]
 
 
+def _differences(data: Mapping[str, Any]) -> list[str]:
+    """Paired differences against the baseline, one row per strategy × config, one column per metric."""
+    by_group: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in data["differences"]:
+        item = by_group.setdefault(
+            (row["strategy"], row["config_hash"]), {"strategy": row["strategy"], "config_hash": row["config_hash"]}
+        )
+        kind = _DIFF_KINDS.get(row["metric"], "")
+        if row["difference"] is None:
+            item[row["metric"]] = "-"
+            continue
+        sign = "+" if row["difference"] > 0 else ""
+        mark = " *" if row["significant"] else ""
+        item[row["metric"]] = (
+            f"{sign}{_fmt(row['difference'], kind)} [{_fmt(row['ci_low'], kind)}, {_fmt(row['ci_high'], kind)}]{mark}"
+        )
+        item["sessions"] = row["sessions"]
+    metrics = [m for m in _DIFF_KINDS if any(m in item for item in by_group.values())]
+    columns = [("strategy", "strategy", ""), ("config", "config_hash", ""), ("sessions", "sessions", "")]
+    columns += [(m, m, "text") for m in metrics]
+    return [
+        f"Paired differences vs `{data.get('baseline')}` (same sessions resampled; * = 95% interval excludes 0)",
+        _table(list(by_group.values()), columns),
+        "",
+    ]
+
+
 def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
     """Plain-text rendering of a `report` dict."""
     out = [
@@ -369,7 +510,9 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
         f"blocking limit {data.get('blocking_limit'):,})",
         "",
     ]
-    out += ["By strategy", _table(data["strategies"], _COLUMNS), ""]
+    out += ["By strategy (95% bootstrap intervals over sessions)", _table(data["strategies"], _STRATEGY_COLUMNS), ""]
+    if data.get("differences"):
+        out += _differences(data)
     if per_session and data["sessions"]:
         columns = (
             ("session", "session_id", ""),
@@ -379,6 +522,8 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             *_COLUMNS[9:11],
             *_COLUMNS[12:15],
             ("recorded $", "recorded_cost_usd", "usd"),
+            _COLUMNS[16],
+            _COLUMNS[19],
         )
         out += _section("By session", data["sessions"], columns, 44)
     if data.get("reference"):
@@ -394,6 +539,20 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
             ("sections", "section_coverage", "pct"),
         )
         out += _section("Claude's recorded compactions (reference)", data["reference"], cols, 36)
+    if data.get("recovery"):
+        cols = (
+            ("file", "file", ""),
+            ("line", "line", ""),
+            ("trigger", "trigger", ""),
+            ("preTokens", "pre_tokens", ""),
+            ("re-reads", "rereads", ""),
+            ("files", "reread_files", ""),
+            ("re-read tok", "reread_tokens", ""),
+            ("re-runs", "rerun_commands", ""),
+            ("recovery tok", "recovery_tokens", ""),
+        )
+        rows = [{**r, "file": Path(str(r["file"])).name[:12]} for r in data["recovery"]]
+        out += ["What the agent re-acquired after Claude's recorded compactions (measured)", _table(rows, cols), ""]
     if data.get("calibration"):
         cols = (
             ("session", "session_id", ""),

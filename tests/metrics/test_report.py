@@ -57,3 +57,35 @@ def test_report_without_sessions(tmp_path, main_sessions):
     assert data["sessions"][0]["needed_recall"] is None
     assert any("not available" in n for n in data["notes"])
     render_report(data)
+
+
+@pytest.mark.corpus
+def test_report_recovery_cost_and_intervals(tmp_path, corpus, main_sessions):
+    """Issue #14 acceptance: the four strategies' report carries expected recovery, total cost, the CI
+    fields and paired differences; `recorded` carries the measured recovery as its reference; few
+    sessions are said so."""
+    sessions = [s for s in main_sessions if len(s.records) > 1000]
+    names = ["sm-compact", "full-compact", "recorded", "observation-masking"]
+    _write(tmp_path, sessions, names, [corpus / "claude-code"])
+    data = report(tmp_path)
+    json.dumps(data)
+    by = {r["strategy"]: r for r in data["strategies"]}
+    assert set(by) == set(names)
+    for row in by.values():
+        for metric in ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd"):
+            low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
+            assert low is not None and low <= row[metric] + 1e-9 and row[metric] <= high + 1e-9, (metric, row)
+        assert row["expected_recovery_tokens"] > 0
+        assert row["total_cost_usd"] == pytest.approx(row["cost_usd"] + row["recovery_cost_usd"])
+    assert by["recorded"]["measured_recovery_tokens"] == sum(r["recovery_tokens"] for r in data["recovery"])
+    assert by["sm-compact"]["measured_recovery_tokens"] is None
+    assert len(data["recovery"]) == 3 and data["baseline"] == "recorded"
+    diffs = {(d["strategy"], d["metric"]) for d in data["differences"]}
+    assert ("sm-compact", "needed_recall") in diffs and ("full-compact", "total_cost_usd") in diffs
+    assert all(d["sessions"] == 3 for d in data["differences"])
+    assert any("only 3 session(s) had a compaction" in n for n in data["notes"])
+    text = render_report(data)
+    assert "95% bootstrap intervals" in text and "Paired differences vs `recorded`" in text
+    assert "re-acquired after Claude's recorded compactions" in text
+    with pytest.raises(ValueError, match="baseline strategy 'nope'"):
+        report(tmp_path, baseline="nope")

@@ -13,6 +13,21 @@ from .validation import RequestCheck
 __all__ = ["event_row", "recorded_events"]
 
 
+def _added_text(compaction: Compaction) -> str | None:
+    """The text of the records a compaction created besides its boundary and summary message (e.g. the
+    re-attached files of a full compaction, docs §5.4; rewritten tool results): what
+    `workbench.metrics.expected_recovery` checks for content still in context. None when there are none."""
+    parts = []
+    for record in compaction.added:
+        if record.is_compact_boundary or record.is_compact_summary:
+            continue
+        for block in record.blocks:
+            text = block.result_text() if block.kind == "tool_result" else block.text
+            if text and text != compaction.summary:
+                parts.append(text)
+    return "\n".join(parts) or None
+
+
 def event_row(
     session: Session,
     strategy: Strategy,
@@ -39,6 +54,7 @@ def event_row(
         "kept_uuids": [r.uuid for r in kept],
         "dropped_uuids": list(compaction.dropped),
         "summary": compaction.summary,
+        "added_text": _added_text(compaction),
         "fallbacks": list(compaction.fallbacks),
         "violations": len(check.violations) if check else 0,
         "violation_rules": sorted({v.rule for v in check.violations}) if check else [],
@@ -71,6 +87,7 @@ def recorded_events(
                 "kept_uuids": [],
                 "dropped_uuids": [],
                 "summary": next((r.text for r in records[index:] if r.is_compact_summary), None),
+                "added_text": None,
                 "fallbacks": [],
                 "violations": 0,
                 "violation_rules": [],
