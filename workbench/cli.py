@@ -322,6 +322,9 @@ def replay(
 def recovery(
     paths: PathsArg,
     estimator: Annotated[str, typer.Option(help="Estimator for the re-read tokens.")] = "claude-rough",
+    validate_scores: Annotated[
+        bool, typer.Option("--validate", help="Also score the fidelity metrics against what was re-acquired.")
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -342,6 +345,23 @@ def recovery(
         names = frame["file"].map(lambda f: Path(f).name)
         shown = frame.drop(columns=["reread_paths", "session_id"]).assign(file=names)
         human = f"{len(frame)} recorded compactions in {frame['file'].nunique()} files\n" + shown.to_string(index=False)
+    if validate_scores and not frame.empty:
+        from .metrics.validation import compaction_table, file_predictors, file_table, score_correlations
+
+        table = compaction_table(sessions, estimator=estimator)
+        correlations = score_correlations(table)
+        predictors = file_predictors(file_table(sessions))
+        data["validation"] = {
+            "compactions": table.drop(columns=["reread_paths"]).to_dict(orient="records"),
+            "correlations": correlations.to_dict(orient="records"),
+            "file_predictors": predictors.to_dict(orient="records"),
+        }
+        human += (
+            "\n\nscores vs measured recovery_tokens (Spearman, per compaction):\n"
+            + correlations.to_string(index=False)
+            + "\n\nper file read before a compaction: re-read rate by predictor:\n"
+            + predictors.to_string(index=False)
+        )
     _emit(data, as_json, human)
 
 

@@ -167,3 +167,19 @@ def test_recorded_strategy_matches_reference(claude_sessions):
     ref = ref[ref["source"] == "compact-summary"].set_index("session_id")["needed_recall"]
     got = per_event.set_index("session_id")["needed_recall"]
     assert got.sort_index().round(6).tolist() == ref.sort_index().round(6).tolist()
+
+
+def test_presence_does_not_penalise_form():
+    """Issue #14: a paraphrasing summary names a file by its basename or an identifier in another case
+    or separator style; the strict rule (key among the text's atoms) missed both."""
+    from workbench.metrics.facts import Fact, FactIndex
+
+    path = Fact("path", "app/parser.py", "src/app/parser.py", frozenset())
+    symbol = Fact("symbol", "session_live", "session_live", frozenset())
+    camel = Fact("symbol", "SessionLive", "SessionLive", frozenset())
+    summary = FactIndex(["Fixed the bug in parser.py; the Session Live view and session_live.ex now agree."])
+    assert path in summary and symbol in summary and camel in summary
+    assert Fact("path", "app/lexer.py", "app/lexer.py", frozenset()) not in summary
+    assert Fact("symbol", "render_view", "render_view", frozenset()) not in summary
+    # combining per-text indexes keeps the loose forms
+    assert camel in FactIndex.combine([FactIndex(["nothing here"]), FactIndex(["see SessionLive"])])

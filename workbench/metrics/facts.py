@@ -48,6 +48,9 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 _SPACE = re.compile(r"\s+")
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+LOOSE_MIN = 6
 _STOP_WORDS = (
     "that this with from have will would should could there their them then than what when where "
     "which while about into your you're just like also make sure please want need some more other "
@@ -81,6 +84,25 @@ def _path_suffixes(atom: str) -> Iterable[str]:
     parts = [p for p in atom.split("/") if p]
     for k in range(1, min(len(parts), 2) + 1):
         yield "/".join(parts[-k:])
+
+
+def _loose(text: str) -> str:
+    """An identifier without case or separators: ``SessionLive``, ``session_live`` → ``sessionlive``."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _loose_forms(text: str) -> set[str]:
+    """Every run of 1-3 consecutive identifier parts of ``text`` in `_loose` form (``session live`` and
+    ``SessionLive.mount`` give ``sessionlive``), so a summary that writes an identifier another way still
+    contains it."""
+    parts = [p.lower() for word in _IDENT.findall(text) for p in _CAMEL.findall(word)]
+    out: set[str] = set()
+    for n in (1, 2, 3):
+        for i in range(len(parts) - n + 1):
+            joined = "".join(parts[i : i + n])
+            if len(joined) >= LOOSE_MIN:
+                out.add(joined)
+    return out
 
 
 def _content_words(text: str) -> tuple[str, ...]:
@@ -249,6 +271,7 @@ class FactIndex:
         self.atoms.update(m.rstrip(".,;:") for m in _URL.findall(text))
         self.atoms.update(_ISSUE.findall(text))
         self.words = set(_WORD.findall(text.lower()))
+        self.loose = _loose_forms(text)
 
     @classmethod
     def combine(cls, parts: Iterable[FactIndex]) -> FactIndex:
@@ -260,6 +283,7 @@ class FactIndex:
                 flats.append(part.flat)
             out.atoms |= part.atoms
             out.words |= part.words
+            out.loose |= part.loose
         out.flat = " ".join(flats)
         return out
 
@@ -270,4 +294,12 @@ class FactIndex:
             return sum(w in self.words for w in fact.words) / len(fact.words) >= DIRECTIVE_THRESHOLD
         if fact.kind in ("command", "error"):
             return fact.key in self.flat
-        return fact.key in self.atoms
+        if fact.key in self.atoms:
+            return True
+        if fact.kind == "path":  # named by its basename alone (``annotation.ex`` for ``spotter/annotation.ex``)
+            base = fact.key.rsplit("/", 1)[-1]
+            return "." in base and base in self.atoms
+        if fact.kind == "symbol":  # the same identifier in another form: SessionLive, session_live, session live
+            loose = _loose(fact.key)
+            return len(loose) >= LOOSE_MIN and loose in self.loose
+        return False
