@@ -62,14 +62,36 @@ def _annotate(ax: Any, rows: pd.DataFrame, x: str, y: str, strategy: str) -> Non
             ax.annotate(short, (xv, yv), fontsize="xx-small", xytext=(3, 3), textcoords="offset points")
 
 
+def _intervals(ax: Any, group: pd.DataFrame, x: str, y: str, color: object) -> None:
+    """Error bars from ``<x>_ci_low``/``<x>_ci_high`` and ``<y>_ci_*`` columns, where present (the 95%
+    bootstrap intervals of `workbench.metrics.uncertainty`)."""
+
+    def spread(column: str) -> np.ndarray | None:
+        low, high = f"{column}_ci_low", f"{column}_ci_high"
+        if low not in group.columns or high not in group.columns:
+            return None
+        values = group[column].astype(float).to_numpy()
+        lows = group[low].astype(float).to_numpy()
+        highs = group[high].astype(float).to_numpy()
+        return np.clip(np.vstack([values - lows, highs - values]), 0, None)
+
+    xerr, yerr = spread(x), spread(y)
+    if xerr is not None or yerr is not None:
+        ax.errorbar(
+            group[x], group[y], xerr=xerr, yerr=yerr, fmt="none", ecolor=color, alpha=0.4, linewidth=1, capsize=2
+        )
+
+
 def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "needed_recall") -> Figure:
     """Savings vs needed recall, one colour per strategy; the line is each strategy's Pareto front
-    (configs no other config of the strategy beats on both axes)."""
+    (configs no other config of the strategy beats on both axes); bars are 95% intervals over sessions
+    when the frame has them."""
     fig, ax = plt.subplots(figsize=(7, 5))
     data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
     per_config = len(data) <= MAX_LEGEND_CONFIGS
     for strategy, group in data.groupby("strategy", sort=True):
         _points(ax, group, x, y, str(strategy), per_config=per_config)
+        _intervals(ax, group, x, y, "0.5" if per_config else ax.collections[-1].get_facecolor()[0])
         ordered = group.sort_values([x, y], ascending=[False, False])
         front, best, members = [], -np.inf, []
         for index, row in ordered.iterrows():
@@ -149,14 +171,16 @@ def context_timeline(
 
 
 def cost_vs_savings(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "cost_usd") -> Figure:
-    """Simulated cost against the share of input tokens saved, one point per (strategy, config)."""
+    """Simulated cost against the share of input tokens saved, one point per (strategy, config), with
+    95% intervals over sessions when the frame has them."""
     fig, ax = plt.subplots(figsize=(7, 5))
     data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
     per_config = len(data) <= MAX_LEGEND_CONFIGS
     for strategy, group in data.groupby("strategy", sort=True):
         _points(ax, group, x, y, str(strategy), per_config=per_config)
+        _intervals(ax, group, x, y, "0.5" if per_config else ax.collections[-1].get_facecolor()[0])
     ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
-    ax.set_ylabel("simulated cost (USD)" if y == "cost_usd" else y)
+    ax.set_ylabel({"cost_usd": "simulated cost (USD)", "total_cost_usd": "cost incl. recovery (USD)"}.get(y, y))
     ax.set_title("Cost vs savings")
     if len(data):
         ax.legend(fontsize="x-small")

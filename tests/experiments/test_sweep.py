@@ -196,3 +196,22 @@ def test_cli_json_and_report(tmp_path):
 def test_spec_points_are_unique_cells(tmp_path):
     spec = load_spec(write_spec(tmp_path, TINY.replace("[5000, 10000]", "[10000, 10000]")))
     assert len(spec.points) == 1 + 2
+
+
+def test_report_intervals_and_paired_differences(tmp_path):
+    """Issue #14: the sweep report gives 95% intervals over sessions, the expected recovery and total cost,
+    and paired differences against `none`; plots draw the intervals."""
+    from workbench.experiments.report import write_report
+    from workbench.experiments.run import plan_sweep
+
+    body = TINY.replace("metrics: [savings, validity]", "metrics: [savings, validity, cost, fidelity]")
+    spec = write_spec(tmp_path, body)
+    result = run_sweep(spec, store=tmp_path / "s", executor="inline", progress=False)
+    out = write_report(result, plan_sweep(spec), tmp_path / "report")
+    configs = pd.read_csv(out / "configs.csv")
+    for metric in ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd"):
+        assert configs[f"{metric}_ci_low"].notna().all(), metric
+        assert (configs[f"{metric}_ci_low"] <= configs[metric] + 1e-9).all()
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "## Paired differences vs `none`" in summary and "total_cost_usd" in summary
+    assert "session(s) had a compaction" in summary  # the embedded data: too few sessions to rank

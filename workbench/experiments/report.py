@@ -28,8 +28,12 @@ _SUMMARY_COLUMNS = (
     "compaction_violation_rate",
     "needed_recall",
     "dropped_recall",
+    "expected_recovery_tokens",
     "cost_usd",
+    "total_cost_usd",
 )
+#: Shown with their 95% bootstrap interval over sessions: ``value [low, high]``.
+_WITH_CI = ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd")
 
 
 def _fmt(value: Any) -> str:
@@ -40,15 +44,55 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _with_ci(row: Any, column: str) -> str:
+    low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
+    if column not in _WITH_CI or _fmt(low) == "-" or _fmt(row[column]) == "-":
+        return _fmt(row[column])
+    return f"{_fmt(row[column])} [{_fmt(low)}, {_fmt(high)}]"
+
+
 def _markdown(frame: pd.DataFrame, columns: Sequence[str]) -> str:
     cols = [c for c in columns if c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(row[c]) for c in cols) + " |" for _, row in frame.iterrows()]
+    lines += ["| " + " | ".join(_with_ci(row, c) for c in cols) + " |" for _, row in frame.iterrows()]
     return "\n".join(lines)
 
 
-def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
-    """Write ``summary.md``, ``summary.html``, ``cells.csv``, ``configs.csv`` and PNG plots into ``out``."""
+def _differences(table: pd.DataFrame, baseline: str | None) -> list[str]:
+    """The paired-differences section against ``baseline`` (default ``none``, else ``recorded``)."""
+    from ..metrics.uncertainty import CI_METRICS, few_sessions_note, paired_differences
+
+    names = set(table["strategy"]) if len(table) else set()
+    baseline = baseline or next((b for b in ("none", "recorded") if b in names), None)
+    lines: list[str] = []
+    note = few_sessions_note(table)
+    if note:
+        lines += [f"**Note:** {note}.", ""]
+    if baseline is None or baseline not in names:
+        return lines
+    diffs = paired_differences(table, baseline, [m for m in CI_METRICS if m in table.columns])
+    if diffs.empty:
+        return lines
+    lines += [
+        f"## Paired differences vs `{baseline}`",
+        "",
+        "Same sessions resampled for both (2,000 bootstrap resamples, seed 0); * = the 95% interval excludes 0.",
+        "",
+        "| strategy | config_hash | metric | sessions | difference [95% CI] |",
+        "|---|---|---|---|---|",
+    ]
+    for _, row in diffs.iterrows():
+        mark = " *" if row["significant"] else ""
+        value = f"{_fmt(row['difference'])} [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]{mark}"
+        lines.append(f"| {row['strategy']} | {row['config_hash']} | {row['metric']} | {row['sessions']} | {value} |")
+    return [*lines, ""]
+
+
+def write_report(result: SweepResult, plan: SweepPlan, out: str | Path, *, baseline: str | None = None) -> Path:
+    """Write ``summary.md``, ``summary.html``, ``cells.csv``, ``configs.csv`` and PNG plots into ``out``.
+
+    The summary carries 95% bootstrap intervals over sessions and paired differences against
+    ``baseline`` (default ``none``, else ``recorded``, when the sweep has it)."""
     from .. import plots
     from ..metrics import validity_rules
 
@@ -129,8 +173,10 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path) -> Path:
         _markdown(configs.sort_values(["strategy", "label"], kind="stable"), _SUMMARY_COLUMNS),
         "",
         "`label` = the strategy and the parameters that differ from its defaults; `config_hash` joins with "
-        "`configs.csv` (`config_json` and one `cfg.*` column per parameter).",
+        "`configs.csv` (`config_json` and one `cfg.*` column per parameter). "
+        "Brackets: 95% bootstrap intervals over sessions.",
         "",
+        *_differences(table, baseline),
         "## Plots",
         "",
     ]

@@ -116,6 +116,16 @@ def cell_table(
             if c in fid.columns
         ]
         table = table.merge(fid[[*KEYS, *keep]], on=KEYS, how="left")
+        from ..metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
+        from ..metrics.expected_recovery import expected_recovery, expected_recovery_sessions
+
+        available = steps[steps["session_id"].isin(by_id)]
+        rec = expected_recovery_sessions(expected_recovery(by_id, events, available), available, by_id)
+        table = table.merge(rec[[*KEYS, *RECOVERY_COLUMNS]], on=KEYS, how="left")
+        if "cost_usd" in table.columns:
+            table["total_cost_usd"] = pd.to_numeric(table["cost_usd"], errors="coerce") + pd.to_numeric(
+                table["recovery_cost_usd"], errors="coerce"
+            )
     return with_labels(table)
 
 
@@ -137,7 +147,10 @@ def with_labels(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def config_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """Pooled per (strategy, config_hash), with the resolved config flattened into columns."""
+    """Pooled per (strategy, config_hash), with the resolved config flattened into columns and 95%
+    bootstrap intervals over sessions (``<metric>_ci_low``/``_ci_high``, `workbench.metrics.uncertainty`)."""
+    from ..metrics.uncertainty import CI_METRICS, bootstrap_intervals
+
     if cells.empty:
         return cells
     sums = {
@@ -172,6 +185,11 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
             sums[column] = lambda c: c.sum(min_count=len(c))  # type: ignore[assignment]
     out = grouped.agg({**sums, "peak_context_tokens": "max", "session_id": "nunique", "config_json": "first"})
     out = out.rename(columns={"session_id": "sessions"}).reset_index()
+    for column in ("expected_recovery_tokens", "expected_recovery_calls", "recovery_cost_usd", "total_cost_usd"):
+        if column in cells.columns:  # summed where available; null (never 0) where no session has it
+            values = pd.to_numeric(cells[column], errors="coerce")
+            pooled = values.groupby([cells["strategy"], cells["config_hash"]]).sum(min_count=1)
+            out = out.merge(pooled.rename(column).reset_index(), on=["strategy", "config_hash"], how="left")
     out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)
     out["violation_rate"] = out["violating_steps"] / out["steps"].where(out["steps"] > 0)
     out["compaction_violation_rate"] = out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)
@@ -182,6 +200,9 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
         out["dropped_recall"] = (
             out["dropped_facts_kept"] / out["dropped_facts"].where(out["dropped_facts"] > 0)
         ).fillna(1.0)
+    metrics = [m for m in CI_METRICS if m in out.columns]
+    if metrics:
+        out = out.merge(bootstrap_intervals(cells, metrics), on=["strategy", "config_hash"], how="left")
     params = pd.DataFrame([flatten_config(json.loads(text)) for text in out["config_json"]], index=out.index)
     params.columns = [f"cfg.{c}" for c in params.columns]
     return with_labels(pd.concat([out, params], axis=1))
