@@ -374,6 +374,18 @@ def report_command(
     baseline: Annotated[
         str | None, typer.Option(help="Strategy the paired differences are taken against (default: recorded, none).")
     ] = None,
+    probes: Annotated[
+        bool, typer.Option("--probes", help="Run the online judge probes on every compaction (needs a budget).")
+    ] = False,
+    probe_budget_usd: Annotated[
+        float | None, typer.Option(help="Hard budget of the probe run in USD: refuse above it, stop at it.")
+    ] = None,
+    probe_model: Annotated[str, typer.Option(help="Model that writes and answers the probes.")] = "claude-sonnet-4-6",
+    probe_judge_model: Annotated[str | None, typer.Option(help="Judge model (default: --probe-model).")] = None,
+    probe_kinds: Annotated[
+        list[str] | None, typer.Option("--probe-kind", help="Probe kind (repeatable; default: all four).")
+    ] = None,
+    probes_per_kind: Annotated[int, typer.Option(help="Probes of each kind per compaction.")] = 1,
 ) -> None:
     """Summarise replay results: savings, violations, recall, recovery and cost per session and strategy,
     with 95% bootstrap intervals over sessions and paired differences against a baseline."""
@@ -382,8 +394,46 @@ def report_command(
     if not results_dir.is_dir():
         typer.echo(f"error: {results_dir}: not a folder", err=True)
         raise typer.Exit(1)
+    options = None
+    if probes:
+        if probe_budget_usd is None or probe_budget_usd < 0:
+            typer.echo("error: --probes needs --probe-budget-usd (a hard budget in USD, >= 0)", err=True)
+            raise typer.Exit(2)
+        from .online.probe_text import PROBE_KINDS
+
+        kinds = tuple(probe_kinds or PROBE_KINDS)
+        if unknown := [k for k in kinds if k not in PROBE_KINDS]:
+            typer.echo(f"error: unknown probe kind(s) {unknown}; known: {', '.join(PROBE_KINDS)}", err=True)
+            raise typer.Exit(2)
+
+        def announce(estimate: dict[str, Any]) -> None:
+            typer.echo(
+                f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} compactions, "
+                f"{estimate['requests']} requests to send, {estimate['cached']} cached; "
+                f"budget ${probe_budget_usd:,.2f}",
+                err=True,
+            )
+
+        options = {
+            "budget_usd": probe_budget_usd,
+            "model": probe_model,
+            "judge_model": probe_judge_model,
+            "kinds": kinds,
+            "n_per_kind": probes_per_kind,
+            "on_estimate": announce,
+            "progress": not as_json,
+        }
+    refusals: tuple[type[Exception], ...] = ()
+    if probes:
+        from .online.client import MissingAPIKeyError
+        from .online.probe_run import ProbeBudgetError
+
+        refusals = (ProbeBudgetError, MissingAPIKeyError)
     try:
-        data = report(results_dir, window=window, blocking_limit=blocking_limit, baseline=baseline)
+        data = report(results_dir, window=window, blocking_limit=blocking_limit, baseline=baseline, probes=options)
+    except refusals as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     except (FileNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -30,6 +30,15 @@ def sweep(
         typer.Option("--papermill", help="Run each (strategy, config) as an executed notebook into this folder."),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.")] = 64,
+    probes: Annotated[
+        bool, typer.Option("--probes", help="With --report: run the online judge probes (needs a budget).")
+    ] = False,
+    probe_budget_usd: Annotated[
+        float | None, typer.Option(help="Hard budget of the probe run in USD: refuse above it, stop at it.")
+    ] = None,
+    probe_model: Annotated[str, typer.Option(help="Model that writes, answers and judges the probes.")] = (
+        "claude-sonnet-4-6"
+    ),
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Run an experiment sweep: compute the missing cells of SPEC into an append-only parquet store."""
@@ -41,6 +50,8 @@ def sweep(
         resolved = load_spec(spec)
     except (SpecError, ValueError) as exc:
         _fail(str(exc), 2)
+    if probes and (report is None or probe_budget_usd is None or probe_budget_usd < 0):
+        _fail("--probes needs --report DIR and --probe-budget-usd (a hard budget in USD, >= 0)", 2)
     store = store or Path("results") / resolved.name / "store"
     data: dict[str, Any]
     if papermill is not None:
@@ -77,7 +88,26 @@ def sweep(
         if report is not None:
             from .experiments.report import write_report
 
-            data["report"] = str(write_report(result, plan, report))
+            options = None
+            if probes:
+                from .online.client import MissingAPIKeyError
+                from .online.probe_run import ProbeBudgetError
+
+                def announce(estimate: dict[str, Any]) -> None:
+                    typer.echo(
+                        f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} "
+                        f"compactions, {estimate['requests']} requests to send, {estimate['cached']} cached; "
+                        f"budget ${probe_budget_usd:,.2f}",
+                        err=True,
+                    )
+
+                options = {"budget_usd": probe_budget_usd, "model": probe_model, "on_estimate": announce}
+                try:
+                    data["report"] = str(write_report(result, plan, report, probes=options))
+                except (ProbeBudgetError, MissingAPIKeyError) as exc:
+                    _fail(str(exc), 2)
+            else:
+                data["report"] = str(write_report(result, plan, report))
             human += f"\nreport: {data['report']}/summary.md"
     typer.echo(json.dumps(data, indent=2, default=str) if as_json else human)
 

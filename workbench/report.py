@@ -175,6 +175,7 @@ def report(
     summarizer_input: str = "cache_read",
     baseline: str | None = None,
     estimator: str = "claude-rough",
+    probes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Summary of every run under ``results_dir`` as a JSON-serialisable dict.
 
@@ -193,6 +194,11 @@ def report(
     ``recovery`` (what the agent re-acquired after each recorded compaction, `workbench.metrics.recovery`);
     ``calibration`` (cost simulation vs recorded usage, for ``none``/``recorded`` runs); ``notes``.
     ``estimator`` counts re-acquired tokens.
+
+    ``probes`` (online, optional) runs the judge probes on every compaction and on Claude's recorded
+    ones (`workbench.online.probe_run.run_probes`; keys: ``budget_usd`` (required), ``model``,
+    ``judge_model``, ``kinds``, ``n_per_kind``, ``against``, ``client``, ``on_estimate``) into
+    ``probes``. Raises `ProbeBudgetError` when the estimate is above the budget (nothing sent).
     """
     steps, events, runs = load_results(results_dir)
     notes: list[str] = []
@@ -273,6 +279,7 @@ def report(
     if few:
         notes.append(few)
     reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()
+    probed = _probes(probes, by_id, events, notes) if probes is not None else None
     calibration = pd.DataFrame()
     if by_id and {"none", "recorded"} & set(steps["strategy"]):
         calibration = calibrate_cost(steps, events, by_id, pricing=pricing)
@@ -297,8 +304,17 @@ def report(
         "reference": _records(reference.drop(columns=["needed_by_kind"], errors="ignore")) if len(reference) else [],
         "recovery": _records(measured),
         "calibration": _records(calibration),
+        **({"probes": probed} if probed is not None else {}),
         "notes": notes,
     }
+
+
+def _probes(
+    options: Mapping[str, Any], by_id: Mapping[str, Session], events: pd.DataFrame, notes: list[str]
+) -> dict[str, Any]:
+    from .online.probe_run import probe_report
+
+    return probe_report(options, by_id, events, notes)
 
 
 def _with_recovery(
@@ -553,6 +569,23 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
         )
         rows = [{**r, "file": Path(str(r["file"])).name[:12]} for r in data["recovery"]]
         out += ["What the agent re-acquired after Claude's recorded compactions (measured)", _table(rows, cols), ""]
+    probes = data.get("probes") or {}
+    if probes.get("run"):
+        run = probes["run"]
+        cols = (
+            ("strategy", "strategy", ""),
+            ("config", "config_hash", ""),
+            ("sessions", "sessions", ""),
+            ("probes", "probes", ""),
+            ("score [95% CI]", "probe_score", "recall_ci"),
+        )
+        out += [
+            f"Judge probes (estimate ${run['estimate_usd']:,.4f} upper bound, spent ${run['spent_usd']:,.4f} of "
+            f"${run['budget_usd']:,.2f}; {run['events_probed']}/{run['events']} compactions probed, "
+            f"{run['requests']} requests)",
+            _table(probes["strategies"], cols),
+            "",
+        ]
     if data.get("calibration"):
         cols = (
             ("session", "session_id", ""),

@@ -32,8 +32,9 @@ _SUMMARY_COLUMNS = (
     "cost_usd",
     "total_cost_usd",
 )
+_PROBE_COLUMNS = ("strategy", "config_hash", "sessions", "probes", "probe_score")
 #: Shown with their 95% bootstrap interval over sessions: ``value [low, high]``.
-_WITH_CI = ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd")
+_WITH_CI = ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd", "probe_score")
 
 
 def _fmt(value: Any) -> str:
@@ -88,11 +89,42 @@ def _differences(table: pd.DataFrame, baseline: str | None) -> list[str]:
     return [*lines, ""]
 
 
-def write_report(result: SweepResult, plan: SweepPlan, out: str | Path, *, baseline: str | None = None) -> Path:
+def _probe_section(options: dict[str, Any], plan: SweepPlan, events: pd.DataFrame, out: Path) -> list[str]:
+    from ..metrics._common import session_map
+    from ..online.probe_run import probe_report
+
+    notes: list[str] = []
+    data = probe_report(options, session_map(plan.sessions), events, notes)
+    pd.DataFrame(data["rows"]).to_csv(out / "probes.csv", index=False)
+    run = data["run"] or {}
+    lines = ["## Judge probes", ""]
+    if run:
+        lines += [
+            f"Estimate ${run['estimate_usd']:.4f} (upper bound), spent ${run['spent_usd']:.4f} of "
+            f"${run['budget_usd']:.2f}; {run['events_probed']} of {run['events']} compactions probed "
+            f"(`claude-recorded` = Claude's own compactions, the reference). Rows: `probes.csv`.",
+            "",
+            _markdown(pd.DataFrame(data["strategies"]), _PROBE_COLUMNS),
+            "",
+        ]
+    return [*lines, *(f"- {n}" for n in notes), ""]
+
+
+def write_report(
+    result: SweepResult,
+    plan: SweepPlan,
+    out: str | Path,
+    *,
+    baseline: str | None = None,
+    probes: dict[str, Any] | None = None,
+) -> Path:
     """Write ``summary.md``, ``summary.html``, ``cells.csv``, ``configs.csv`` and PNG plots into ``out``.
 
     The summary carries 95% bootstrap intervals over sessions and paired differences against
-    ``baseline`` (default ``none``, else ``recorded``, when the sweep has it)."""
+    ``baseline`` (default ``none``, else ``recorded``, when the sweep has it). ``probes`` (online) runs
+    the judge probes on every compaction of the sweep and on Claude's recorded ones
+    (`workbench.online.probe_run.probe_report`: ``budget_usd`` and its options) into ``probes.csv`` and a
+    summary section; `ProbeBudgetError` when the estimate is above the budget (nothing sent)."""
     from .. import plots
     from ..metrics import validity_rules
 
@@ -181,6 +213,8 @@ def write_report(result: SweepResult, plan: SweepPlan, out: str | Path, *, basel
         "",
     ]
     lines += [f"![{caption}]({name})\n\n{caption}\n" for name, caption in figures]
+    if probes is not None:
+        lines += _probe_section(probes, plan, events, out)
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     cols = [c for c in _SUMMARY_COLUMNS if c in configs.columns]
     body = configs[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")

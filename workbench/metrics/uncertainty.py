@@ -47,6 +47,7 @@ METRICS: dict[str, tuple[str, str | None, float | None]] = {
     "expected_recovery_tokens": ("expected_recovery_tokens", None, None),
     "cost_usd": ("cost_usd", None, None),
     "total_cost_usd": ("total_cost_usd", None, None),
+    "probe_score": ("probe_score_sum", "probes_scored", None),
 }
 #: The metrics that carry intervals in the report's ``strategies`` rows (issue #14).
 CI_METRICS = ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd")

@@ -30,11 +30,12 @@ from typing import Any
 import pandas as pd
 
 from ..metrics.pricing import Price, load_pricing, price_for
+from ..metrics.uncertainty import bootstrap_intervals
 from ..replay.engine import strip_recorded_compactions
 from ..transcript.model import Session
 from ..transcript.steps import api_calls
 from .cache import ResponseCache, resolve_cache
-from .client import DEFAULT_MODEL, RetryPolicy, get_client
+from .client import DEFAULT_MODEL, RetryPolicy, _split_extra, get_client
 from .probe_text import GENERATE_SYSTEM, JUDGE_SYSTEM, PROBE_KINDS
 from .probes import probe_event
 
@@ -44,6 +45,7 @@ __all__ = [
     "ProbeRun",
     "estimate_probes",
     "probe_jobs",
+    "probe_report",
     "probe_summary",
     "run_probes",
 ]
@@ -345,7 +347,8 @@ def run_probes(
             raise _BudgetReached()
         if real[0] is None:
             real[0] = get_client()
-        response = real[0].messages.create(**params)
+        sdk = real[0].with_options(max_retries=0) if hasattr(real[0], "with_options") else real[0]
+        response = sdk.messages.create(**_split_extra(sdk.messages.create, params))
         usage = getattr(response, "usage", None)
         run.spent_usd += _usage_usd(usage, price)
         run.requests += 1
@@ -405,3 +408,47 @@ def probe_summary(frame: pd.DataFrame) -> pd.DataFrame:
     )
     out["probe_score"] = out["probe_score_sum"] / out["probes_scored"].where(out["probes_scored"] > 0)
     return out[columns]
+
+
+def _json_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = json.loads(frame.to_json(orient="records")) if len(frame) else []
+    return rows
+
+
+def probe_report(
+    options: Mapping[str, Any], by_id: Mapping[str, Session], events: pd.DataFrame, notes: list[str]
+) -> dict[str, Any]:
+    """The judge-probe pass of a report: ``run`` (`ProbeRun.as_dict`), ``strategies`` (per strategy ×
+    config_hash: probes and mean score with a 95% bootstrap interval over sessions; Claude's recorded
+    compactions as the ``claude-recorded`` reference row) and ``rows`` (one per probe). ``options``:
+    ``budget_usd`` and the keyword arguments of `run_probes`; notes about the run go to ``notes``.
+
+    Raises:
+        ProbeBudgetError: the estimate is above the budget (nothing sent)."""
+    if not by_id:
+        notes.append("probes need the sessions (pass sessions= or a manifest.json with inputs): none run")
+        return {"run": None, "strategies": [], "rows": []}
+    settings = dict(options)
+    budget = float(settings.pop("budget_usd"))
+    run = run_probes(probe_jobs(by_id, events), budget_usd=budget, **settings)
+    per_session = probe_summary(run.frame)
+    pooled = pd.DataFrame()
+    if len(per_session):
+        pooled = (
+            per_session.groupby(["strategy", "config_hash"], sort=True)
+            .agg(
+                sessions=("session_id", "nunique"),
+                probes=("probes", "sum"),
+                probes_scored=("probes_scored", "sum"),
+                probe_score_sum=("probe_score_sum", "sum"),
+            )
+            .reset_index()
+        )
+        pooled["probe_score"] = pooled["probe_score_sum"] / pooled["probes_scored"].where(pooled["probes_scored"] > 0)
+        pooled = pooled.merge(bootstrap_intervals(per_session, ["probe_score"]), on=["strategy", "config_hash"])
+    if run.not_probed:
+        notes.append(
+            f"probe budget ${budget:,.2f} reached after ${run.spent_usd:,.4f}: {len(run.not_probed)} of "
+            f"{run.estimate['jobs']} compactions not probed (listed in probes.run.not_probed)"
+        )
+    return {"run": run.as_dict(), "strategies": _json_rows(pooled), "rows": _json_rows(run.frame)}
