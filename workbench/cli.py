@@ -28,6 +28,11 @@ def _emit(data: dict[str, Any], as_json: bool, human: str) -> None:
         typer.echo(human)
 
 
+def _rows(frame: Any) -> list[dict[str, Any]]:
+    """A DataFrame as JSON records (NaN as null)."""
+    return json.loads(frame.to_json(orient="records")) if len(frame) else []
+
+
 def _load(paths: list[Path], fmt: str | None) -> tuple[list[Session], LoadReport]:
     report = LoadReport()
     sessions = list(load_paths(paths, format=fmt, report=report))
@@ -338,7 +343,7 @@ def recovery(
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
     frame = measure(sessions, estimator=estimator)
-    data = {"estimator": estimator, "sessions": len(sessions), "compactions": frame.to_dict(orient="records")}
+    data = {"estimator": estimator, "sessions": len(sessions), "compactions": _rows(frame)}
     if frame.empty:
         human = "no recorded compaction (compact_boundary) on a main chain in these sessions"
     else:
@@ -352,9 +357,9 @@ def recovery(
         correlations = score_correlations(table)
         predictors = file_predictors(file_table(sessions))
         data["validation"] = {
-            "compactions": table.drop(columns=["reread_paths"]).to_dict(orient="records"),
-            "correlations": correlations.to_dict(orient="records"),
-            "file_predictors": predictors.to_dict(orient="records"),
+            "compactions": _rows(table.drop(columns=["reread_paths"])),
+            "correlations": _rows(correlations),
+            "file_predictors": _rows(predictors),
         }
         human += (
             "\n\nscores vs measured recovery_tokens (Spearman, per compaction):\n"

@@ -31,9 +31,9 @@ when ≥ 60 % of their content words occur in the text. Form is not penalised (i
 paraphrasing summaries lost recall for writing a name differently): a path is also present when its
 basename (with an extension) is, and an identifier when the text has it in another case or separator
 style (``SessionLive``, ``session_live`` and ``session live`` are one identifier, compared without case
-or separators, at least 6 characters). On the corpus this raised Claude's recorded summaries' pooled
-``needed_recall`` from 0.566 to 0.602 (10 compactions) and the offline summariser's (``full-compact``)
-from 0.689 to 0.725.
+or separators, at least 6 characters). On the open Claude Code corpus (``claude-code`` and
+``claude-code-more``) this raised Claude's recorded summaries' pooled ``needed_recall`` from 0.566 to
+0.602 (10 compactions) and the offline summariser's (``full-compact``, 40 sessions) from 0.689 to 0.725.
 
 **What it measures.** Survival of *references* (names, paths, commands), not of content: a file's path
 in the summary does not give the agent the file. Validated against what agents re-read after real
