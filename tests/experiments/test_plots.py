@@ -52,3 +52,24 @@ def test_legends_name_configs_by_label_not_by_hash(tmp_path):
     assert "sm-compact trigger=80%" in timeline
     for text in legend + timeline:
         assert not any(h[:6] in text for h in configs["config_hash"]), text
+
+
+def test_plots_draw_the_intervals():
+    """Issue #14: where the frame has ``<metric>_ci_low``/``_ci_high``, the points carry error bars."""
+    configs = pd.DataFrame(
+        {
+            "strategy": ["a", "b"],
+            "config_hash": ["x", "y"],
+            "saved_share": [0.3, 0.4],
+            "saved_share_ci_low": [0.2, 0.35],
+            "saved_share_ci_high": [0.35, 0.5],
+            "needed_recall": [0.8, 0.7],
+            "needed_recall_ci_low": [0.7, 0.6],
+            "needed_recall_ci_high": [0.9, 0.75],
+            "cost_usd": [10.0, 12.0],
+        }
+    )
+    with_bars = plots.pareto_front(configs).axes[0]
+    without = plots.pareto_front(configs.drop(columns=[c for c in configs if "_ci_" in c])).axes[0]
+    assert len(with_bars.containers) == 2 and len(without.containers) == 0
+    assert len(plots.cost_vs_savings(configs).axes[0].containers) == 2  # x intervals only
