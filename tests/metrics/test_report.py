@@ -89,3 +89,17 @@ def test_report_recovery_cost_and_intervals(tmp_path, corpus, main_sessions):
     assert "re-acquired after Claude's recorded compactions" in text
     with pytest.raises(ValueError, match="baseline strategy 'nope'"):
         report(tmp_path, baseline="nope")
+
+
+@pytest.mark.corpus
+def test_recovery_is_null_for_a_format_without_tool_calls(tmp_path, corpus):
+    """Issue #14: an Aider chat history records no tool calls: expected recovery is null, never 0."""
+    from workbench.transcript import load_paths
+
+    path = corpus / "aider" / "aider.chat.history.md"
+    sessions = list(load_paths([path]))
+    _write(tmp_path, sessions, ["none"], [path])
+    data = report(tmp_path)
+    assert data["sessions"] and all(r["expected_recovery_tokens"] is None for r in data["sessions"])
+    assert data["strategies"][0]["expected_recovery_tokens"] is None
+    assert data["strategies"][0]["expected_recovery_tokens_ci_low"] is None
