@@ -140,9 +140,12 @@ class _ReadOnlyCache(ResponseCache):
     def __init__(self, inner: ResponseCache | None) -> None:
         super().__init__(inner.root if inner is not None else "/nonexistent-workbench-cache")
         self._inner = inner
+        self.hits = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return self._inner.get(key) if self._inner is not None else None
+        found = self._inner.get(key) if self._inner is not None else None
+        self.hits += found is not None
+        return found
 
     def put(self, key: str, response: Mapping[str, Any], *, endpoint: str, model: str) -> Any:
         return None
@@ -235,29 +238,9 @@ def estimate_probes(
     client = _Client(send)
     reader = _ReadOnlyCache(store)
     options = _options(kinds, n_per_kind, model, judge_model, against, RetryPolicy(max_attempts=1))
-    hits = 0
     for job in jobs:
-        frame_hits = _count_hits(reader, lambda job=job: _probe(job, client, reader, options))
-        hits += frame_hits
-    return {"estimate_usd": tally["usd"], "requests": tally["requests"], "cached": hits, "jobs": len(jobs)}
-
-
-def _count_hits(reader: _ReadOnlyCache, run: Callable[[], Any]) -> int:
-    hits = 0
-    original = reader.get
-
-    def counting(key: str) -> dict[str, Any] | None:
-        nonlocal hits
-        found = original(key)
-        hits += found is not None
-        return found
-
-    reader.get = counting  # type: ignore[method-assign]
-    try:
-        run()
-    finally:
-        reader.get = original  # type: ignore[method-assign]
-    return hits
+        _probe(job, client, reader, options)
+    return {"estimate_usd": tally["usd"], "requests": tally["requests"], "cached": reader.hits, "jobs": len(jobs)}
 
 
 def _options(
