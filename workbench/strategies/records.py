@@ -14,7 +14,7 @@ __all__ = ["compact_boundary", "summary_message"]
 
 
 def _uuid(*parts: str) -> str:
-    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=16).hexdigest()
+    digest = hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 

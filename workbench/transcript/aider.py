@@ -26,8 +26,10 @@ as user input / tool output. Model names come from ``> Model:`` / ``> Main model
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
+from .files import OversizedLine, oversized_reason, read_lines
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -184,7 +186,12 @@ class AiderHistoryLoader:
         return HEADER.encode() in head[:4096] or path.name.endswith("aider.chat.history.md")
 
     def load(self, path: Path) -> list[Session]:
-        data = path.read_bytes()
+        lines, trailing = read_lines(path)  # a line over the cap is read as blank and reported (below)
+        data = b"\n".join(lines) + (b"\n" if trailing and lines else b"")
+        over = [(number, line.size) for number, line in enumerate(lines, 1) if isinstance(line, OversizedLine)]
+        return _with_oversized(self._load(path, data), over, str(path))
+
+    def _load(self, path: Path, data: bytes) -> list[Session]:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -213,6 +220,23 @@ class AiderHistoryLoader:
                 skipped=(Skip(str(path), 1, "no aider chat content (empty file)"),),
             )
         ]
+
+
+def _with_oversized(sessions: list[Session], over: list[tuple[int, int]], source: str) -> list[Session]:
+    """Each line over the cap as a Skip of the session (run) it falls in."""
+    for number, size in over:
+        index = 0
+        for i, session in enumerate(sessions):
+            if session.records and (session.records[0].line_no or 0) <= number:
+                index = i
+        session = sessions[index]
+        skip = Skip(source, number, oversized_reason(size))
+        sessions[index] = replace(
+            session,
+            skipped=tuple(sorted((*session.skipped, skip), key=lambda s: s.line)),
+            lines=session.lines + 1,
+        )
+    return sessions
 
 
 register(AiderHistoryLoader())

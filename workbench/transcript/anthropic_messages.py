@@ -9,12 +9,12 @@ can name them, and the Session's ``capabilities`` say what is missing so metrics
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .claude_code import LineError, split_lines
-from .jsonio import unreadable_session
+from .claude_code import LineError
+from .files import read_document, read_lines
+from .jsonio import BadInput, decode_json_document, decode_json_line, unreadable_session
 from .model import Block, Record, Session, Skip, canonical_json
 from .registry import register
 
@@ -101,21 +101,24 @@ class AnthropicMessagesLoader:
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
-        data = path.read_bytes()
         if path.suffix == ".json":
+            data = read_document(path)
             try:
-                request = json.loads(data.decode("utf-8"))
+                request = decode_json_document(data)
                 return [session_from_request(request, source=source, session_id=path.stem)]
-            except (UnicodeDecodeError, json.JSONDecodeError, LineError) as exc:
-                return [unreadable_session(path, FORMAT, f"not a Messages request: {exc}")]
+            except BadInput as exc:
+                return [unreadable_session(path, FORMAT, f"not a Messages request: {exc.reason}", exc.line, data)]
+            except LineError as exc:
+                return [unreadable_session(path, FORMAT, f"not a Messages request: {exc}", 1, data)]
         sessions = []
-        lines, _ = split_lines(data)
+        lines, _ = read_lines(path)
         for number, chunk in enumerate(lines, start=1):
             sid = f"{path.stem}:{number}"
             try:
-                sessions.append(session_from_request(json.loads(chunk.decode("utf-8")), source=source, session_id=sid))
-            except (UnicodeDecodeError, json.JSONDecodeError, LineError) as exc:
-                sessions.append(unreadable_session(path, FORMAT, f"not a Messages request: {exc}", number, chunk, sid))
+                sessions.append(session_from_request(decode_json_line(chunk), source=source, session_id=sid))
+            except (BadInput, LineError) as exc:
+                reason = exc.reason if isinstance(exc, BadInput) else str(exc)
+                sessions.append(unreadable_session(path, FORMAT, f"not a Messages request: {reason}", number, chunk, sid))
         return sessions
 
 

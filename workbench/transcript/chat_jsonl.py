@@ -31,7 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .claude_code import split_lines
+from .files import read_lines
+from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -271,17 +272,13 @@ class ChatJsonlLoader:
         )
 
     def load(self, path: Path) -> list[Session]:
-        lines, trailing = split_lines(path.read_bytes())
+        lines, trailing = read_lines(path)
         parsed: list[tuple[int, Any, bytes, str | None]] = []
         for number, chunk in enumerate(lines, start=1):
             try:
-                text = chunk.decode("utf-8")
-                obj = json.loads(text) if text.strip() else None
-                parsed.append((number, obj, chunk, None if obj is not None else "blank line"))
-            except UnicodeDecodeError as exc:
-                parsed.append((number, None, chunk, f"invalid UTF-8 at byte {exc.start}"))
-            except (json.JSONDecodeError, RecursionError) as exc:
-                parsed.append((number, None, chunk, f"invalid JSON: {getattr(exc, 'msg', 'nested too deeply')}"))
+                parsed.append((number, decode_json_line(chunk), chunk, None))
+            except BadInput as exc:
+                parsed.append((number, None, chunk, exc.reason))
         first = next((obj for _, obj, _, err in parsed if err is None), None)
         if isinstance(first, Mapping) and "messages" in first:
             return [self._conversation(path, n, obj, chunk, err) for n, obj, chunk, err in parsed]

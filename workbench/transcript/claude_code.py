@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .files import read_lines
 from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
@@ -242,8 +243,7 @@ class ClaudeCodeLoader:
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
-        data = path.read_bytes()
-        lines, trailing = split_lines(data)
+        lines, trailing = read_lines(path)  # capped lines; an over-long one becomes a reported skip
         records: list[Record] = []
         skipped: list[Skip] = []
         for number, chunk in enumerate(lines, start=1):

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat_jsonl import parse_arguments
-from .claude_code import split_lines
+from .files import read_lines
 from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
@@ -68,7 +68,11 @@ def _parts(content: Any) -> tuple[Block, ...]:
 
 
 def _texts(items: Any) -> str:
-    return "\n".join(_str(i.get("text")) or "" for i in items or () if isinstance(i, Mapping))
+    return "\n".join(_str(i.get("text")) or "" for i in _list(items) if isinstance(i, Mapping))
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _item(item: Mapping[str, Any], uuid: str) -> tuple[str, str | None, tuple[Block, ...], str | None]:
@@ -180,7 +184,7 @@ class CodexRolloutLoader:
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
-        lines, trailing = split_lines(path.read_bytes())
+        lines, trailing = read_lines(path)
         records: list[Record] = []
         skipped: list[Skip] = []
         model = session_id = version = None

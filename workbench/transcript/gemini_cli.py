@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .claude_code import split_lines
+from .files import read_lines
 from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
@@ -68,12 +68,17 @@ def _blocks(chunks: list[Any], prefix: str) -> tuple[list[Block], str | None, An
         if not isinstance(chunk, Mapping):
             raise _LineError(f"response chunk is a {type(chunk).__name__}, not an object")
         usage = chunk.get("usageMetadata", usage)
-        for candidate in chunk.get("candidates") or ():
+        candidates = chunk.get("candidates")
+        if candidates is not None and not isinstance(candidates, list):
+            raise _LineError(f"'candidates' is a {type(candidates).__name__}, not a list")
+        for candidate in candidates or ():
             if not isinstance(candidate, Mapping):
                 continue
             finish = candidate.get("finishReason", finish)
             content = candidate.get("content")
             parts = content.get("parts") if isinstance(content, Mapping) else None
+            if parts is not None and not isinstance(parts, list):
+                raise _LineError(f"'content.parts' is a {type(parts).__name__}, not a list")
             for part in parts or ():
                 if not isinstance(part, Mapping):
                     continue
@@ -86,7 +91,7 @@ def _blocks(chunks: list[Any], prefix: str) -> tuple[list[Block], str | None, An
                         {
                             "type": "tool_use",
                             "id": call_id,
-                            "name": call.get("name") or "",
+                            "name": call.get("name") if isinstance(call.get("name"), str) else "",
                             "input": dict(args) if isinstance(args, Mapping) else {},
                         }
                     )
@@ -163,7 +168,7 @@ class GeminiResponsesLoader:
 
     def load(self, path: Path) -> list[Session]:
         source, sid = str(path), path.stem
-        lines, trailing = split_lines(path.read_bytes())
+        lines, trailing = read_lines(path)
         records: list[Record] = []
         skipped: list[Skip] = []
         for number, chunk in enumerate(lines, start=1):

@@ -245,14 +245,7 @@ def _row_session(row: Mapping[str, Any], preset: str, *, sid: str, source: str) 
     fmt = f"dataset:{preset}"
     value = _drop_nulls(row[preset])
     meta = {k: v for k, v in row.items() if k != preset and isinstance(v, (str, int, float, bool))}
-    if preset == "history":
-        session = replace(session_from_traj(_drop_nulls(dict(row)), session_id=sid, source=source), format=fmt)
-    elif preset == "messages":
-        session = session_from_messages({"messages": value}, session_id=sid, source=source, format=fmt)
-        meta.update(session.metadata)
-    elif isinstance(value, list):
-        session = _turns_session(value, sid=sid, source=source, fmt=fmt)
-    else:
+    if not isinstance(value, list):
         return Session(
             id=sid,
             records=(),
@@ -261,6 +254,13 @@ def _row_session(row: Mapping[str, Any], preset: str, *, sid: str, source: str) 
             lines=1,
             skipped=(Skip(source, 1, f"{sid}: column {preset!r} is not a list"),),
         )
+    if preset == "history":
+        session = replace(session_from_traj(_drop_nulls(dict(row)), session_id=sid, source=source), format=fmt)
+    elif preset == "messages":
+        session = session_from_messages({"messages": value}, session_id=sid, source=source, format=fmt)
+        meta.update(session.metadata)
+    else:
+        session = _turns_session(value, sid=sid, source=source, fmt=fmt)
     return replace(session, metadata={**session.metadata, **meta})
 
 

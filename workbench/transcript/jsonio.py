@@ -2,7 +2,9 @@
 
 Loaders never raise on bad input: a line or file that cannot be decoded becomes a `Skip` whose reason
 comes from `BadInput` (invalid UTF-8 with the byte offset, invalid JSON with line/column, blank line,
-nesting too deep).
+nesting too deep, a line or document over the size cap of `files.max_line_bytes`). A leading UTF-8
+byte-order mark is not part of the JSON (editors on Windows write one); it is ignored, and loaders keep
+it in ``Record.line`` so export stays byte-identical.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .files import OversizedLine, oversized_reason, read_document
 from .model import Session, Skip
 
-__all__ = ["BadInput", "decode_json_document", "decode_json_line", "unreadable_session"]
+__all__ = ["BadInput", "decode_json_document", "decode_json_line", "read_json_document", "unreadable_session"]
 
 
 class BadInput(ValueError):
@@ -25,11 +28,14 @@ class BadInput(ValueError):
         self.line = line
 
 
-def _text(data: bytes) -> str:
+def _text(data: bytes, what: str = "line") -> str:
+    if isinstance(data, OversizedLine):
+        raise BadInput(oversized_reason(data.size, what))
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadInput(f"invalid UTF-8 at byte {exc.start}") from None
+    return text.removeprefix("\ufeff")
 
 
 def decode_json_line(data: bytes) -> Any:
@@ -47,13 +53,20 @@ def decode_json_line(data: bytes) -> Any:
 
 def decode_json_document(data: bytes) -> Any:
     """A whole JSON file to a value; errors name the line and column."""
-    text = _text(data)
+    text = _text(data, "file")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", exc.lineno) from None
     except RecursionError:
         raise BadInput("invalid JSON: nested too deeply") from None
+
+
+def read_json_document(path: Path) -> tuple[Any, bytes]:
+    """``(value, bytes)`` of a JSON file read whole (`files.read_document`, capped); `BadInput` when it
+    cannot be decoded or is over the cap (then ``bytes`` is not kept). OSError propagates."""
+    data = read_document(path)
+    return decode_json_document(data), data
 
 
 def unreadable_session(

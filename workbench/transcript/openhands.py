@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat_jsonl import normalize_usage, parse_arguments
+from .files import read_document
 from .jsonio import BadInput, decode_json_document, unreadable_session
 from .model import Block, Record, Session, Skip
 from .registry import register
@@ -194,7 +195,7 @@ class OpenHandsLoader:
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
-        data = path.read_bytes()
+        data = read_document(path)
         try:
             found = _events_of(decode_json_document(data))
         except BadInput as exc:

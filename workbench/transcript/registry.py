@@ -8,16 +8,19 @@ passed over, so nothing is dropped silently.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from .files import BOM, NotRegularFile, read_head, walk
 from .model import Corpus, Session, Skip
 
 __all__ = [
     "LoadReport",
     "Loader",
+    "TRANSCRIPT_SUFFIXES",
     "TranscriptError",
     "detect",
     "get_loader",
@@ -78,18 +81,53 @@ def _ensure_builtin() -> None:
         from . import claude_code, anthropic_messages, swe_agent, openhands, gemini_cli, aider, codex, chat_jsonl, hf  # noqa: F401  (modules register themselves)
 
 
-def detect(path: Path) -> Loader | None:
-    """The first registered loader that recognises ``path``, or None."""
-    _ensure_builtin()
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(HEAD_BYTES)
-    except OSError:
-        return None
+#: Suffixes only transcripts use: such a file that no loader recognises is an error, not "ignored".
+TRANSCRIPT_SUFFIXES = (".jsonl", ".traj", ".responses")
+#: How many leading lines detection looks past (blank, whitespace, garbage) to find the first JSON line.
+JUNK_LINES = 20
+
+
+def _past_junk(head: bytes) -> bytes:
+    """``head`` from its first line that looks like JSON (``{`` or ``[``), within `JUNK_LINES` lines."""
+    position = 0
+    for _ in range(JUNK_LINES):
+        line_end = head.find(b"\n", position)
+        line = head[position:] if line_end < 0 else head[position:line_end]
+        if line.lstrip().startswith((b"{", b"[")):
+            return head[position:]
+        if line_end < 0:
+            break
+        position = line_end + 1
+    return head
+
+
+def _sniff(path: Path, head: bytes) -> Loader | None:
     for loader in _REGISTRY.values():
         if path.name.endswith(loader.suffixes) and loader.sniff(path, head):
             return loader
     return None
+
+
+def detect(path: Path, head: bytes | None = None) -> Loader | None:
+    """The first registered loader that recognises ``path`` (from ``head``, read when not given), or None.
+
+    A UTF-8 byte-order mark is ignored, and when no loader recognises the file as it starts, detection
+    looks past up to `JUNK_LINES` leading lines that are not JSON (blank, whitespace, garbage): one bad
+    first line must not hide a whole transcript (its loader then reports that line as a skip).
+    """
+    _ensure_builtin()
+    if head is None:
+        try:
+            head = read_head(path, HEAD_BYTES)
+        except OSError:
+            return None
+    head = head.removeprefix(BOM)
+    found = _sniff(path, head)
+    if found is None:
+        rest = _past_junk(head)
+        if len(rest) != len(head):
+            found = _sniff(path, rest)
+    return found
 
 
 @dataclass
@@ -103,21 +141,37 @@ class LoadReport:
     def as_dict(self) -> dict[str, object]:
         return {"files": list(self.files), "ignored": list(self.ignored), "errors": list(self.errors)}
 
+    def error(self, path: Path | str, reason: str) -> None:
+        self.errors.append({"file": str(path), "reason": reason})
 
-def iter_files(paths: Iterable[Path | str], report: LoadReport) -> Iterator[Path]:
-    """Files under ``paths`` in a stable order; a folder yields its files sorted by path."""
+    def ignore(self, path: Path | str, reason: str) -> None:
+        self.ignored.append({"file": str(path), "reason": reason})
+
+
+def iter_files(paths: Iterable[Path | str], report: LoadReport) -> Iterator[tuple[Path, bool]]:
+    """``(file, named)`` for the files under ``paths`` in a stable order (a folder's files sorted by
+    path; ``named``: the file was given itself, not found in a folder). Paths that do not exist,
+    dangling symlinks, unreadable sub-folders and symlink loops go to ``report.errors``."""
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
-            report.errors.append({"file": str(path), "reason": "path does not exist"})
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if path.is_symlink():
+                report.error(path, f"dangling symlink (-> {os.readlink(path)})")
+            elif isinstance(exc, FileNotFoundError):
+                report.error(path, "path does not exist")
+            else:
+                report.error(path, f"cannot read: {exc.strerror or exc}")
             continue
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file())
-            if not found:
-                report.errors.append({"file": str(path), "reason": "folder holds no files"})
-            yield from found
+            before = len(report.errors)
+            found = list(walk(path, report.error, report.ignore))
+            if not found and len(report.errors) == before:
+                report.error(path, "folder holds no files")
+            yield from ((p, False) for p in found)
         else:
-            yield path
+            yield path, True
 
 
 def load_paths(
@@ -125,35 +179,72 @@ def load_paths(
 ) -> Iterator[Session]:
     """Sessions from files and folders, auto-detecting each file's format unless ``format`` is given.
 
-    Files no loader recognises are listed in ``report.ignored`` (a folder's README or LICENSE is not a
-    transcript); an explicitly named file that no loader recognises is an error in ``report.errors``.
+    Nothing is passed over silently: files no loader recognises are listed in ``report.ignored`` (a
+    folder's README or LICENSE is not a transcript) unless they were named explicitly or carry a
+    transcript suffix (`TRANSCRIPT_SUFFIXES`), which makes them ``report.errors``; so are files that
+    cannot be read (with the reason: permission, not a regular file, ...) and a loader that fails on a
+    file (the other files are still read). Every session passes `sanitize.check_session` (usage values
+    and lone surrogates; problems become ``metadata["warnings"]``).
     """
+    from .sanitize import check_session
+
     report = report if report is not None else LoadReport()
-    explicit = {Path(p) for p in paths if Path(p).is_file()}
     forced = get_loader(format) if format else None
-    for path in iter_files(paths, report):
-        loader = forced or detect(path)
+    _ensure_builtin()
+    for path, named in iter_files(list(paths), report):
+        try:
+            head = read_head(path, HEAD_BYTES)
+        except NotRegularFile as exc:
+            report.error(path, exc.reason)
+            continue
+        except OSError as exc:
+            report.error(path, f"cannot read: {exc.strerror or exc}")
+            continue
+        loader = forced or detect(path, head)
         if loader is None:
-            entry = {"file": str(path), "reason": _why_not(path)}
-            (report.errors if path in explicit else report.ignored).append(entry)
+            if not head:
+                (report.error if named else report.ignore)(path, "empty file")
+            elif named or path.name.endswith(TRANSCRIPT_SUFFIXES):
+                report.error(path, _why_not(head))
+            else:
+                report.ignore(path, "not a recognised transcript format")
             continue
         try:
-            sessions = loader.load(path)
+            sessions = [check_session(s) for s in loader.load(path)]
+        except NotRegularFile as exc:
+            report.error(path, exc.reason)
+            continue
         except OSError as exc:
-            report.errors.append({"file": str(path), "reason": f"cannot read: {exc.strerror or exc}"})
+            report.error(path, f"cannot read: {exc.strerror or exc}")
+            continue
+        except Exception as exc:  # a loader bug on one file must not lose the others: report it
+            report.error(path, f"the {loader.name} loader failed: {type(exc).__name__}: {_one_line(exc)}")
             continue
         report.files.append(str(path))
         yield from sessions
 
 
-def _why_not(path: Path) -> str:
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else f"{text[:297]}..."
+
+
+def _why_not(head: bytes) -> str:
+    """Why a file that looks like a transcript matched no loader, with what its first JSON line holds."""
+    import json
+
+    first = _past_junk(head.removeprefix(BOM)).split(b"\n", 1)[0]
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        return f"cannot read: {exc.strerror}"
-    if size == 0:
-        return "empty file"
-    return "not a recognised transcript format"
+        value = json.loads(first)
+    except (ValueError, RecursionError):
+        return "not a recognised transcript format (no JSON line near the top; --format NAME forces a loader)"
+    if isinstance(value, dict):
+        keys = ", ".join(sorted(map(str, value))[:8])
+        return f"not a recognised transcript format (first JSON line has keys: {keys}; --format NAME forces a loader)"
+    return (
+        f"not a recognised transcript format (first JSON line is a {type(value).__name__}; "
+        "--format NAME forces a loader)"
+    )
 
 
 def load_corpus(paths: Iterable[Path | str], *, format: str | None = None) -> Corpus:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat_jsonl import ToolIds, content_blocks, openai_tool_use
+from .files import read_document
 from .jsonio import BadInput, decode_json_document, unreadable_session
 from .model import Block, Record, Session, Skip
 from .registry import register
@@ -66,6 +67,8 @@ def _record(entry: Any, index: int, sid: str, source: str, ids: ToolIds, model: 
         thinking = entry.get("thinking_blocks")
         extra = tuple(Block.from_raw(b) for b in thinking) if isinstance(thinking, list) else ()
         calls = entry.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise _ItemError(f"tool_calls must be a list, found {type(calls).__name__}")
         uses = tuple(openai_tool_use(c, f"{sid}:{index}:call{i}", ids) for i, c in enumerate(calls or ()))
         if extra or uses:
             text = tuple(b for b in blocks if not (b.kind == "text" and not b.text))
@@ -202,7 +205,7 @@ class SweAgentLoader:
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
-        data = path.read_bytes()
+        data = read_document(path)
         try:
             return [session_from_traj(decode_json_document(data), session_id=path.stem, source=source)]
         except BadInput as exc:

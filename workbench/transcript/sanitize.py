@@ -1,0 +1,161 @@
+"""Load-time checks of values everything downstream trusts: usage token counts and well-formed text.
+
+`load_paths` passes every session through `check_session`, whatever its format, so one bad value is a
+warning on its record instead of a crash of every command over the whole folder:
+
+* **Usage.** A token count must be an integer ``0 <= n <= MAX_TOKENS`` (an integral float such as
+  ``12.0`` is taken as that integer). ``NaN``, ``1e999`` (infinity), ``10**30``, negatives, booleans and
+  strings under a ``*_tokens`` / ``*_requests`` key, and a ``cache_creation`` / ``server_tool_use`` that is
+  not an object, are dropped from the record's ``usage`` (treated as missing, like a key the recording
+  never had) with a warning naming file, line and value. ``Record.raw`` and ``Record.line`` keep what
+  was recorded, so export stays byte-identical.
+* **Lone UTF-16 surrogates** (``"\\udc80"``: valid JSON, which Claude Code writes when it cuts a string at
+  a UTF-16 boundary) cannot be encoded as UTF-8, so hashing, tokenizers and parquet fail on them. In
+  the loaded values (blocks, ``raw``, ids, usage) each becomes U+FFFD, one UTF-16 unit like the
+  surrogate, so Claude Code's chars/4 estimates (UTF-16 length, docs §6) do not change; ``Record.line``
+  keeps the original escape for byte-identical export. One warning per record.
+
+Warnings go to ``Session.metadata["warnings"]`` as ``{"file", "line", "reason"}`` (``workbench ingest``
+lists them).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from typing import Any
+
+from .model import Block, Record, Session
+
+__all__ = ["MAX_TOKENS", "check_session", "clean_usage", "replace_surrogates"]
+
+#: Upper bound of a credible token count in one API call (windows are 1-2 M tokens today).
+MAX_TOKENS = 10**9
+_NESTED = ("cache_creation", "server_tool_use")
+_COUNT_SUFFIXES = ("_tokens", "_requests")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A JSON escape of a surrogate code point: the only way a lone surrogate reaches a strictly decoded line.
+_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_VALUE_FIELDS = tuple(f.name for f in fields(Record) if f.name not in ("line", "source", "blocks", "_key"))
+
+
+def _count(value: Any) -> int | None:
+    """``value`` as a credible token count, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= MAX_TOKENS else None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_TOKENS:
+        return int(value)
+    return None
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def clean_usage(usage: Mapping[str, Any], where: str = "usage") -> tuple[Mapping[str, Any], list[str]]:
+    """``usage`` without the values that are not credible token counts, and one problem per dropped value.
+
+    Returns ``(usage, [])`` unchanged (the same object) when nothing is wrong.
+    """
+    problems: list[str] = []
+    out: dict[str, Any] = {}
+    for key, value in usage.items():
+        name = f"{where}.{key}"
+        if isinstance(value, Mapping):
+            inner, found = clean_usage(value, name)
+            problems += found
+            out[key] = inner
+            continue
+        if key in _NESTED and value is not None:
+            problems.append(f"{name} = {_show(value)} is not an object; treated as missing")
+            continue
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        counted = isinstance(key, str) and key.endswith(_COUNT_SUFFIXES)
+        if (is_number or (counted and value is not None)) and _count(value) is None:
+            problems.append(
+                f"{name} = {_show(value)} is not a token count (an integer 0..{MAX_TOKENS:.0e}); treated as missing"
+            )
+            continue
+        out[key] = _count(value) if is_number else value
+    return (out, problems) if problems else (usage, [])
+
+
+def replace_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` (str, mapping, list, tuple: recursively) with each lone surrogate replaced by U+FFFD,
+    and how many strings changed; the same object when nothing changed."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value, 0
+        return _SURROGATE.sub("\ufffd", value), 1
+    if isinstance(value, Mapping):
+        changed = 0
+        items = []
+        for key, item in value.items():
+            new_key, a = replace_surrogates(key)
+            new_item, b = replace_surrogates(item)
+            changed += a + b
+            items.append((new_key, new_item))
+        return (dict(items), changed) if changed else (value, 0)
+    if isinstance(value, (list, tuple)):
+        changed = 0
+        items = []
+        for item in value:
+            new_item, n = replace_surrogates(item)
+            changed += n
+            items.append(new_item)
+        return (type(value)(items), changed) if changed else (value, 0)
+    return value, 0
+
+
+def _clean_record(record: Record) -> tuple[Record, list[str]]:
+    problems: list[str] = []
+    changes: dict[str, Any] = {}
+    if record.line is None or _ESCAPE.search(record.line):
+        for name in _VALUE_FIELDS:
+            value, n = replace_surrogates(getattr(record, name))
+            if n:
+                changes[name] = value
+        blocks = [replace_surrogates(block.raw) for block in record.blocks]
+        if any(n for _, n in blocks):
+            changes["blocks"] = tuple(
+                Block(block.kind, raw) if n else block for block, (raw, n) in zip(record.blocks, blocks, strict=True)
+            )
+        if changes:
+            problems.append("lone UTF-16 surrogate(s) replaced by U+FFFD in the loaded values (export keeps the line)")
+    usage = changes.get("usage", record.usage)
+    if isinstance(usage, Mapping):
+        cleaned, found = clean_usage(usage)
+        if found:
+            changes["usage"] = cleaned
+            problems += found
+    return (replace(record, **changes) if changes else record), problems
+
+
+def check_session(session: Session) -> Session:
+    """``session`` with credible usage and well-formed text (module docstring); problems become
+    ``metadata["warnings"]``. The same object when nothing is wrong."""
+    warnings: list[dict[str, Any]] = []
+    records = list(session.records)
+    changed = False
+    for index, record in enumerate(records):
+        new, problems = _clean_record(record)
+        if new is not record:
+            records[index], changed = new, True
+        for problem in problems:
+            warnings.append({"file": record.source or session.source, "line": record.line_no, "reason": problem})
+    head: dict[str, Any] = {}
+    for name in ("id", "session_id", "parent_session_id", "agent_id", "client_version", "models", "metadata"):
+        value, n = replace_surrogates(getattr(session, name))
+        if n:
+            head[name] = value
+    if not changed and not head:
+        return session
+    metadata = dict(head.get("metadata", session.metadata))
+    if warnings:
+        metadata["warnings"] = [*metadata.get("warnings", []), *warnings]
+    return replace(session, records=tuple(records), **{**head, "metadata": metadata})
