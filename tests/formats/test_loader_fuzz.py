@@ -98,7 +98,11 @@ CODEX = [
             "info": {"last_token_usage": {"input_tokens": 10, "cached_input_tokens": 2, "output_tokens": 3}},
         },
     },
-    {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "ok"}},
+    {
+        "timestamp": "t",
+        "type": "response_item",
+        "payload": {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    },
     {"timestamp": "t", "type": "response_item", "payload": {"type": "custom_tool_call", "input": "x", "call_id": "c2"}},
     {"timestamp": "t", "type": "response_item", "payload": {"type": "local_shell_call", "action": {"command": ["ls"]}}},
     {"timestamp": "t", "type": "response_item", "payload": {"type": "web_search_call", "action": {"query": "q"}}},

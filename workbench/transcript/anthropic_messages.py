@@ -117,8 +117,8 @@ class AnthropicMessagesLoader:
             try:
                 sessions.append(session_from_request(decode_json_line(chunk), source=source, session_id=sid))
             except (BadInput, LineError) as exc:
-                reason = exc.reason if isinstance(exc, BadInput) else str(exc)
-                sessions.append(unreadable_session(path, FORMAT, f"not a Messages request: {reason}", number, chunk, sid))
+                reason = f"not a Messages request: {exc.reason if isinstance(exc, BadInput) else exc}"
+                sessions.append(unreadable_session(path, FORMAT, reason, number, chunk, sid))
         return sessions
 
 

@@ -18,9 +18,9 @@ from .files import BOM, NotRegularFile, read_head, walk
 from .model import Corpus, Session, Skip
 
 __all__ = [
+    "TRANSCRIPT_SUFFIXES",
     "LoadReport",
     "Loader",
-    "TRANSCRIPT_SUFFIXES",
     "TranscriptError",
     "detect",
     "get_loader",
