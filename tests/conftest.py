@@ -1,7 +1,8 @@
 """Shared fixtures. Real-data tests read the corpus in place from ``WORKBENCH_CORPUS``.
 
-Default: ``../shared/corpus`` next to the repository when it exists. When ``WORKBENCH_REQUIRE_CORPUS=1``
-(set by ``.ci/run``) a missing corpus fails the tests instead of skipping them.
+Default: ``../shared/corpus`` next to the repository when it exists. Without it the real-data tests are
+skipped with the setting that enables them; when ``WORKBENCH_REQUIRE_CORPUS=1`` (set by ``.ci/run``) a
+missing corpus fails them instead.
 """
 
 from __future__ import annotations
@@ -27,9 +28,16 @@ def corpus() -> Path:
     """The real corpus folder (skips locally when absent; fails under WORKBENCH_REQUIRE_CORPUS=1)."""
     path = corpus_root()
     if path is None:
+        configured = os.environ.get("WORKBENCH_CORPUS")
+        where = (
+            f"WORKBENCH_CORPUS={configured} does not exist"
+            if configured
+            else f"{ROOT.parent / 'shared' / 'corpus'} is missing"
+        )
+        fix = "`export WORKBENCH_CORPUS=/path/to/shared/corpus` (or put the corpus at ../shared/corpus)"
         if os.environ.get("WORKBENCH_REQUIRE_CORPUS") == "1":
-            pytest.fail("WORKBENCH_CORPUS is not set to an existing folder but the real-corpus tests are required")
-        pytest.skip("real corpus not available (set WORKBENCH_CORPUS)")
+            pytest.fail(f"real corpus not available ({where}) but WORKBENCH_REQUIRE_CORPUS=1 requires it: {fix}")
+        pytest.skip(f"real corpus not available ({where}): {fix}")
     return path
 
 

@@ -1,4 +1,9 @@
-"""``workbench`` command line. Every command has ``--json`` for scripts; logic lives in the packages."""
+"""``workbench`` command line. Every command has ``--json`` for scripts; logic lives in the packages.
+
+Exit codes (README "Exit codes"): 0 when anything could be read and processed (bad lines, unreadable
+files and failed sessions are reported, not fatal), 1 when nothing could (missing path, no transcript,
+every session failed), 2 for bad arguments or configs, 130 when interrupted. Never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,10 @@ from typing import Annotated, Any
 
 import typer
 
-from .transcript import LoadReport, Session, load_paths
+from .isolation import SessionFailure, each_session, over_sessions
+from .transcript import LoadReport, Session, TranscriptError, load_paths
 from .transcript.claude_code import KNOWN_TYPES
-from .transcript.export import export_session, round_trips
+from .transcript.export import ExportError, check_destination, plan_export, round_trips, session_bytes, write_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -35,8 +41,21 @@ def _rows(frame: Any) -> list[dict[str, Any]]:
 
 def _load(paths: list[Path], fmt: str | None) -> tuple[list[Session], LoadReport]:
     report = LoadReport()
-    sessions = list(load_paths(paths, format=fmt, report=report))
+    try:
+        sessions = list(load_paths(paths, format=fmt, report=report))
+    except (TranscriptError, ValueError) as exc:  # unknown --format, a bad WORKBENCH_MAX_LINE_BYTES
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     return sessions, report
+
+
+def _finish(failures: list[SessionFailure], succeeded: int) -> None:
+    """Report the sessions that failed (one line each); exit 1 when none succeeded."""
+    for failure in failures:
+        typer.echo(f"error: {failure}", err=True)
+    if failures and not succeeded:
+        typer.echo(f"error: all {len(failures)} session(s) failed", err=True)
+        raise typer.Exit(1)
 
 
 def _fail_if_nothing(sessions: list[Session], report: LoadReport) -> None:
@@ -54,6 +73,7 @@ def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]
     for session in sessions:
         if session.is_inline:  # a view of lines its main session owns
             continue
+        warnings += session.metadata.get("warnings", [])
         for record in session.records:
             by_kind[record.kind] += 1
             if session.format == "claude-code" and record.kind not in KNOWN_TYPES:
@@ -110,24 +130,32 @@ def tokens(
     fmt: FormatOpt = None,
 ) -> None:
     """Calibrate the estimators against the context size recorded at every API call."""
+    import pandas as pd
+
     from .tokens.calibration import boundary_table, calibration_frame, calibration_summary
 
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
     try:
-        frame = calibration_frame(sessions, estimator)
+        empty = calibration_frame([], estimator)  # checks the estimator names
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    failures: list[SessionFailure] = []
+    done = each_session(lambda s: (calibration_frame([s], estimator), boundary_table([s])), sessions, failures)
+    frames = [f for _, (f, _) in done if len(f)]
+    frame = pd.concat(frames, ignore_index=True) if frames else empty
+    tables = [b for _, (_, b) in done if len(b)]
+    boundaries = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     summary = calibration_summary(frame)
-    boundaries = boundary_table(sessions)
     data = {
         "note": None
         if len(frame)
         else "no API call with recorded usage in these sessions: nothing to calibrate against",
-        "sessions": len(sessions),
+        "sessions": len(done),
         "estimators": summary.to_dict(orient="records"),
         "boundaries": boundaries.to_dict(orient="records"),
+        "failed": [f.as_dict() for f in failures],
     }
     human = summary.to_string(index=False) if len(frame) else str(data["note"])
     if not boundaries.empty:
@@ -135,27 +163,39 @@ def tokens(
             index=False
         )
     _emit(data, as_json, human)
+    _finish(failures, len(done))
 
 
 @app.command()
 def export(
     paths: PathsArg,
-    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (not an input, nor inside one).")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that already exist in --out.")] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """Write sessions back to JSONL (unmodified Claude Code sessions are byte-identical)."""
+    """Write each session to its own JSONL file (unmodified Claude Code sessions are byte-identical).
+
+    Nothing is written when --out is an input or inside one, or (without --force) when a target exists.
+    """
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
-    written = []
-    for session in sessions:
-        if session.is_inline:  # its lines are written with the main session that owns the file
-            continue
-        root = next(
-            (p for p in paths if p.is_dir() and session.source and Path(session.source).is_relative_to(p)), None
-        )
-        written.append(str(export_session(session, out, root=root)))
-    _emit({"written": written, "sessions": len(sessions)}, as_json, "\n".join(written))
+    sessions = [s for s in sessions if not s.is_inline]  # inline sub-agents: their lines are the main session's
+    targets = plan_export(sessions, paths, out)
+    try:
+        check_destination(out, paths, targets, (s.source for s in sessions), force=force)
+    except ExportError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    target_of = {id(s): t for s, t in zip(sessions, targets, strict=True)}
+    failures: list[SessionFailure] = []
+    done = each_session(
+        lambda s: str(write_atomic(target_of[id(s)], session_bytes(s), force=force)), sessions, failures
+    )
+    written = [path for _, path in done]
+    data = {"written": written, "sessions": len(written), "failed": [f.as_dict() for f in failures]}
+    _emit(data, as_json, "\n".join(written))
+    _finish(failures, len(done))
 
 
 @app.command()
@@ -172,7 +212,9 @@ def validate(
 
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
-    data = validate_report(sessions, repair=not no_repair)
+    failures: list[SessionFailure] = []
+    used, data = over_sessions(lambda ss: validate_report(ss, repair=not no_repair), sessions, failures)
+    data["failed"] = [f.as_dict() for f in failures]
     human = (
         f"{data['sessions']} sessions, {data['steps']} steps, "
         f"{len(data['violations'])} violations, {data['repaired']} repaired"
@@ -182,6 +224,7 @@ def validate(
         for v in data["violations"]
     )
     _emit(data, as_json, human)
+    _finish(failures, len(used))
 
 
 @app.command()
@@ -191,7 +234,9 @@ def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None)
 
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
-    data = invariants_report(sessions)
+    failures: list[SessionFailure] = []
+    used, data = over_sessions(invariants_report, sessions, failures)
+    data["failed"] = [f.as_dict() for f in failures]
     lines = []
     for family in ("all_indices", "keep_window"):
         for variant, row in data[family].items():
@@ -201,22 +246,45 @@ def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None)
                     f"violating={row['violating']:<6} rate={row['rate']:.4f}"
                 )
     _emit(data, as_json, "\n".join(lines))
+    _finish(failures, len(used))
 
 
 def _parse_sets(items: list[str] | None) -> dict[str, Any]:
-    """``key=value`` pairs (dotted keys nest, values parsed as YAML scalars) into a config dict."""
+    """``key=value`` pairs (dotted keys nest, values parsed as YAML) into a config dict.
+
+    Usage errors (exit 2), never a traceback: a value YAML cannot parse (``[``, an undefined alias
+    ``*a``, a ``!!python/...`` tag, which ``safe_load`` refuses), and a key set both as a value and as a
+    mapping (``trigger=5`` with ``trigger.pct_of_window=3``, in either order). A plain key set twice keeps
+    the last value, as options do.
+    """
     import yaml
 
     config: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"--set expects key=value, got {item!r}")
+        parts = key.split(".")
+        if not sep or not all(parts):
+            raise ValueError(f"--set expects key=value with a non-empty (dotted) key, got {item!r}")
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            reason = " ".join(str(exc).split())
+            raise ValueError(f"--set {item!r}: the value is not valid YAML ({reason[:200]})") from None
         node = config
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(value)
+        for depth, part in enumerate(parts[:-1], start=1):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                where = ".".join(parts[:depth])
+                raise ValueError(f"--set {item!r}: {where} is already set to {child!r}, not a mapping")
+            node = child
+        leaf = parts[-1]
+        if isinstance(node.get(leaf), dict) and not isinstance(parsed, dict):
+            raise ValueError(
+                f"--set {item!r}: {key} already has keys set ({', '.join(sorted(node[leaf]))}), not a single value"
+            )
+        if isinstance(node.get(leaf), dict) and isinstance(parsed, dict):
+            parsed = {**node[leaf], **parsed}
+        node[leaf] = parsed
     return config
 
 
@@ -265,7 +333,7 @@ def replay(
     """Replay sessions call by call through a compaction strategy."""
     from pydantic import ValidationError
 
-    from .replay import replay_frames, replay_sessions
+    from .replay import replay_frames, replay_session
     from .strategies import create
 
     try:
@@ -277,7 +345,14 @@ def replay(
         estimator = "claude-rough"  # claude-context = usage + claude-rough; accounting uses its rough part
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
-    results = replay_sessions(sessions, instance, estimator=estimator, progress=not as_json)
+    failures: list[SessionFailure] = []
+    done = each_session(
+        lambda s: replay_session(s, instance, estimator=estimator),
+        sessions,
+        failures,
+        progress=None if as_json else f"replay {instance.name}",
+    )
+    results = [result for _, result in done]
     keys = (
         "kind",
         "trigger",
@@ -305,8 +380,9 @@ def replay(
             }
             for r in results
         ],
+        "failed": [f.as_dict() for f in failures],
     }
-    if out is not None:
+    if out is not None and results:
         out.mkdir(parents=True, exist_ok=True)
         steps, events = replay_frames(results)
         steps.to_parquet(out / "steps.parquet", index=False)
@@ -321,6 +397,7 @@ def replay(
         for s in data["sessions"]
     ]
     _emit(data, as_json, "\n".join(lines))
+    _finish(failures, len(results))
 
 
 @app.command()
@@ -443,6 +520,8 @@ def report_command(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     _emit(data, as_json, render_report(data))
+    for failed in data.get("failed_runs", []):
+        typer.echo(f"error: {failed['path']}: {failed['reason']} (run folder left out)", err=True)
 
 
 from .cli_sweep import register as register_sweep  # noqa: E402  (sweep/demo commands live beside)

@@ -11,6 +11,10 @@ optionally, ``manifest.json``::
 `write_manifest` writes it. Fidelity and the recorded output tokens in the cost need the sessions:
 `report` takes them from ``sessions=`` or loads the manifest ``inputs`` (relative paths resolve
 against the run folder); without either, those columns are None and ``notes`` says so.
+
+A run folder that cannot be read (a damaged parquet or manifest, a steps table without its columns) is
+left out and listed under ``failed_runs`` (``{"path", "reason"}``, also a note); the other runs are
+summarised. Only when no run can be read does `report` raise.
 """
 
 from __future__ import annotations
@@ -62,19 +66,58 @@ def write_manifest(
     return path
 
 
-def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
-    """All runs under ``results_dir``: concatenated ``(steps, events)`` with ``config_hash``, and the runs."""
+#: Columns every steps.parquet has (the metrics group by them).
+_STEP_COLUMNS = ("session_id", "strategy", "step")
+
+
+def _read_run(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """``(manifest, steps, events)`` of one run folder; ValueError/OSError naming what is wrong."""
+    manifest: dict[str, Any] = {}
+    if (folder / "manifest.json").is_file():
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"manifest.json: {exc}") from None
+        if not isinstance(manifest, dict):
+            raise ValueError("manifest.json is not a JSON object")
+    tables = []
+    for name in ("steps.parquet", "events.parquet"):
+        path = folder / name
+        if name == "events.parquet" and not path.is_file():
+            tables.append(pd.DataFrame())
+            continue
+        try:
+            tables.append(pd.read_parquet(path))
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise ValueError(f"{name}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
+    steps, events = tables
+    missing = [c for c in _STEP_COLUMNS if len(steps) and c not in steps.columns]
+    if missing:
+        raise ValueError(f"steps.parquet has no {', '.join(missing)} column")
+    return manifest, steps, events
+
+
+def load_results(
+    results_dir: str | Path, *, failed: list[dict[str, str]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    """All runs under ``results_dir``: concatenated ``(steps, events)`` with ``config_hash``, and the runs.
+
+    A run folder that cannot be read is appended to ``failed`` as ``{"path", "reason"}`` and left out
+    (without ``failed``, the first such folder raises ValueError); no readable run raises too.
+    """
     root = Path(results_dir)
     if not any(root.rglob("steps.parquet")):
         raise FileNotFoundError(f"{root}: no replay results (steps.parquet) below this folder")
     steps_frames, event_frames, runs = [], [], []
     for steps_path in sorted(root.rglob("steps.parquet")):
         folder = steps_path.parent
-        manifest: dict[str, Any] = {}
-        if (folder / "manifest.json").is_file():
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        steps = pd.read_parquet(steps_path)
-        events = pd.read_parquet(folder / "events.parquet") if (folder / "events.parquet").is_file() else pd.DataFrame()
+        try:
+            manifest, steps, events = _read_run(folder)
+        except (OSError, ValueError) as exc:
+            if failed is None:
+                raise ValueError(f"{folder}: {exc}") from None
+            failed.append({"path": str(folder), "reason": str(exc)})
+            continue
         chash = manifest.get("config_hash") or (
             config_hash(manifest["strategy"], manifest.get("config")) if "strategy" in manifest else UNKNOWN_CONFIG
         )
@@ -98,6 +141,9 @@ def load_results(results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, l
                 "steps": len(steps),
             }
         )
+    if not runs:
+        first = failed[0] if failed else {"path": str(root), "reason": "unknown"}
+        raise ValueError(f"{root}: no run folder could be read ({first['path']}: {first['reason']})")
     steps = pd.concat(steps_frames, ignore_index=True) if steps_frames else pd.DataFrame()
     events = pd.concat(event_frames, ignore_index=True) if event_frames else pd.DataFrame()
     return steps, events, runs
@@ -200,19 +246,21 @@ def report(
     ``judge_model``, ``kinds``, ``n_per_kind``, ``against``, ``client``, ``on_estimate``) into
     ``probes``. Raises `ProbeBudgetError` when the estimate is above the budget (nothing sent).
     """
-    steps, events, runs = load_results(results_dir)
-    notes: list[str] = []
+    failed: list[dict[str, str]] = []
+    steps, events, runs = load_results(results_dir, failed=failed)
+    notes: list[str] = [f"run folder {f['path']} left out: {f['reason']}" for f in failed]
     if steps.empty:
         return {
             "results_dir": str(results_dir),
             "runs": runs,
+            "failed_runs": failed,
             "sessions": [],
             "strategies": [],
             "differences": [],
             "reference": [],
             "recovery": [],
             "calibration": [],
-            "notes": ["no steps.parquet found"],
+            "notes": [*notes, "no steps.parquet found"],
         }
     wanted = set(steps["session_id"])
     by_id = session_map(sessions)
@@ -297,6 +345,7 @@ def report(
         "window": window,
         "blocking_limit": blocking_limit,
         "runs": runs,
+        "failed_runs": failed,
         "sessions": _records(table),
         "strategies": _records(strategies),
         "baseline": baseline,

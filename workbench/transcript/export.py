@@ -1,25 +1,67 @@
-"""Export sessions back to JSONL.
+"""Export sessions back to JSONL, one file per session, never over a source or (without ``force``) an
+existing file, each file written atomically.
 
-An unmodified Claude Code session exports byte-identical to its source: records' exact lines and the
-bytes of skipped lines, in their original order, with the original trailing newline. Modified records
-are written as compact JSON (``JSON.stringify`` style).
+An unmodified Claude Code session exports byte-identical to its source: records' exact lines (a
+UTF-8 byte-order mark included) and the bytes of skipped lines, in their original order, with the
+original trailing newline. Modified records are written as compact JSON (``JSON.stringify`` style,
+lone surrogates escaped as ``JSON.stringify`` does). Other formats are written as JSONL of their
+records' JSON (an Anthropic Messages session as one request body).
+
+Where each session goes (`plan_export`): below ``out_dir``, at the session's source path relative to
+the common folder of the inputs (one folder given: relative to it, as before; files given: their
+names; inputs from several folders: their paths from the folder they share, so two inputs with the same
+file name do not collide). A ``.jsonl`` source holding one session keeps its name. A source holding
+several sessions (an Aider history holds one per run, a JSONL of requests one per line) or that is not
+JSONL (``.traj``, ``.json``, ``.md``) gives ``<session id>.jsonl`` per session (``:`` and ``/`` made
+``_``) next to where the source would go. Two sessions still landing on one path get ``-2``, ``-3``, …
+so every session has its own file.
+
+Refused before anything is written (`ExportError`): an ``out_dir`` that is an input or inside one
+(``export corpus/aider --out corpus/aider`` would mix JSONL into, or replace, the sources), a target
+that is a source file, and targets that already exist unless ``force``. Each file is written to a
+temporary file in the same folder, flushed to disk and then linked (``force``: renamed) into place, so a
+full disk or a crash leaves the previous file or none, never a truncated one.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .files import OversizedLine, open_regular
 from .model import Session
 
-__all__ = ["export_session", "session_bytes"]
+__all__ = [
+    "ExportError",
+    "check_destination",
+    "export_session",
+    "plan_export",
+    "round_trips",
+    "session_bytes",
+    "write_atomic",
+]
+
+
+class ExportError(ValueError):
+    """An export refused before writing (destination inside an input, existing targets, …)."""
 
 
 def session_bytes(session: Session) -> bytes:
-    """The session as JSONL bytes."""
+    """The session as JSONL bytes; `ExportError` when a line over the line cap was not kept."""
+    lost = [s.line for s in session.skipped if isinstance(s.data, OversizedLine)]
+    if lost:
+        raise ExportError(
+            f"line {lost[0]} was over the line cap and not kept in memory, so the export would lose it "
+            f"(raise WORKBENCH_MAX_LINE_BYTES and load again)"
+        )
     if session.format == "anthropic-messages":
         from .anthropic_messages import request_json
 
-        return (request_json(session) + "\n").encode("utf-8")
+        return (request_json(session) + "\n").encode("utf-8", "surrogatepass")
     items: list[tuple[int, bytes]] = []
     for order, record in enumerate(session.records):
         key = record.line_no if record.line_no is not None else order
@@ -32,16 +74,133 @@ def session_bytes(session: Session) -> bytes:
     return body
 
 
-def export_session(session: Session, out_dir: Path, *, root: Path | None = None) -> Path:
-    """Write ``session`` under ``out_dir``, mirroring its path relative to ``root`` when given."""
-    source = Path(session.source) if session.source else Path(f"{session.id}.jsonl")
-    relative = source.relative_to(root) if root is not None and source.is_relative_to(root) else Path(source.name)
-    if session.format == "anthropic-messages":
-        relative = relative.with_name(f"{session.id.replace(':', '_')}.jsonl")
-    target = out_dir / relative
+def _absolute(path: Path | str) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def _root(inputs: Sequence[Path]) -> Path | None:
+    folders = [str(_absolute(p) if p.is_dir() else _absolute(p).parent) for p in inputs]
+    return Path(os.path.commonpath(folders)) if folders else None
+
+
+_UNSAFE = re.compile(r"[^\w.@+=-]+")
+
+
+def _safe_name(session_id: str) -> str:
+    name = _UNSAFE.sub("_", session_id).strip("._") or "session"
+    return name[:150]
+
+
+def _relative(session: Session, root: Path | None) -> Path:
+    source = _absolute(session.source) if session.source else Path(f"{_safe_name(session.id)}.jsonl")
+    if root is not None and session.source and source.is_relative_to(root):
+        return source.relative_to(root)
+    return Path(source.name)
+
+
+def plan_export(sessions: Sequence[Session], inputs: Sequence[Path | str], out_dir: Path | str) -> list[Path]:
+    """The target file of each session (same order), unique, below ``out_dir`` (module docstring)."""
+    out = Path(out_dir)
+    root = _root([Path(p) for p in inputs])
+    per_source = Counter(s.source for s in sessions if not s.is_inline)  # inline: views of the main's lines
+    targets: list[Path] = []
+    for session in sessions:
+        relative = _relative(session, root)
+        own_file = per_source[session.source] == 1 and relative.suffix == ".jsonl"
+        if session.format == "anthropic-messages" or not own_file:
+            relative = relative.with_name(f"{_safe_name(session.id)}.jsonl")
+        targets.append(out / relative)
+    seen: Counter[Path] = Counter()
+    taken = set(targets)
+    unique: list[Path] = []
+    for target in targets:
+        seen[target] += 1
+        if seen[target] == 1:
+            unique.append(target)
+            continue
+        number = seen[target]
+        candidate = target.with_name(f"{target.stem}-{number}{target.suffix}")
+        while candidate in taken:
+            number += 1
+            candidate = target.with_name(f"{target.stem}-{number}{target.suffix}")
+        taken.add(candidate)
+        unique.append(candidate)
+    return unique
+
+
+def check_destination(
+    out_dir: Path | str,
+    inputs: Iterable[Path | str],
+    targets: Sequence[Path] = (),
+    sources: Iterable[str | None] = (),
+    *,
+    force: bool = False,
+) -> None:
+    """`ExportError` when writing ``targets`` below ``out_dir`` could lose data (module docstring)."""
+    out = Path(out_dir).resolve()
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ExportError(f"--out {out_dir} exists and is not a folder")
+    for item in inputs:
+        source = Path(item).resolve()
+        if out == source or (source.is_dir() and out.is_relative_to(source)):
+            where = "is" if out == source else "is inside"
+            raise ExportError(
+                f"--out {out_dir} {where} the input {item}: the export would mix with or replace its sources; "
+                "choose a folder outside the inputs"
+            )
+    originals = {Path(s).resolve() for s in sources if s}
+    clash = [t for t in targets if t.resolve() in originals]
+    if clash:
+        raise ExportError(f"{clash[0]} is a source file of this export; choose another --out")
+    existing = [t for t in targets if t.exists() or t.is_symlink()]
+    if existing and not force:
+        raise ExportError(
+            f"{len(existing)} of {len(targets)} target file(s) already exist (first: {existing[0]}); "
+            "pass --force to overwrite them"
+        )
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(target: Path, data: bytes, *, force: bool = False) -> Path:
+    """Write ``data`` to ``target`` through a temporary file in the same folder (flushed, fsynced), then
+    link it into place (no overwrite: `FileExistsError` if ``target`` appeared) or, with ``force``,
+    rename it over ``target``. On any error the temporary file is removed and ``target`` is untouched."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(session_bytes(session))
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    temporary = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if force:
+            os.replace(temporary, target)
+        else:
+            try:
+                os.link(temporary, target)
+            except FileExistsError:
+                raise
+            except OSError:  # a filesystem without hard links: check, then rename (a narrow race)
+                if target.exists():
+                    raise FileExistsError(f"{target} exists") from None
+                os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
     return target
+
+
+def export_session(session: Session, out_dir: Path, *, root: Path | None = None, force: bool = False) -> Path:
+    """Write one ``session`` under ``out_dir`` (mirroring its path relative to ``root`` when given)."""
+    target = plan_export([session], [root] if root is not None else [], out_dir)[0]
+    if root is None:
+        target = Path(out_dir) / target.name
+    return write_atomic(target, session_bytes(session), force=force)
 
 
 def round_trips(session: Session) -> bool | None:
@@ -50,7 +209,8 @@ def round_trips(session: Session) -> bool | None:
     if session.format != "claude-code" or not session.source or session.is_inline:
         return None
     try:
-        original = Path(session.source).read_bytes()
-    except OSError:
+        with open_regular(session.source) as handle:
+            original = handle.read()
+        return session_bytes(session) == original
+    except (OSError, ExportError):
         return None
-    return session_bytes(session) == original

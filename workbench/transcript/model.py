@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -57,9 +58,17 @@ BLOCK_KINDS: frozenset[str] = frozenset(
 )
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def canonical_json(value: Any) -> str:
-    """JSON the way JavaScript's ``JSON.stringify`` writes it: no spaces, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """JSON the way JavaScript's ``JSON.stringify`` writes it: no spaces, non-ASCII kept, a lone UTF-16
+    surrogate escaped (``\\udc80``, as well-formed ``JSON.stringify`` does since ES2019), so the text
+    always encodes as UTF-8."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _classify(block_type: str) -> BlockKind:

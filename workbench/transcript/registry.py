@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from .files import BOM, NotRegularFile, read_head, walk
+from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 from .model import Corpus, Session, Skip
 
 __all__ = [
@@ -185,11 +185,16 @@ def load_paths(
     cannot be read (with the reason: permission, not a regular file, ...) and a loader that fails on a
     file (the other files are still read). Every session passes `sanitize.check_session` (usage values
     and lone surrogates; problems become ``metadata["warnings"]``).
+
+    Raises:
+        TranscriptError: ``format`` names no loader.
+        ValueError: ``WORKBENCH_MAX_LINE_BYTES`` is not a positive number.
     """
     from .sanitize import check_session
 
     report = report if report is not None else LoadReport()
     forced = get_loader(format) if format else None
+    max_line_bytes()  # a bad WORKBENCH_MAX_LINE_BYTES is a ValueError before any file is read
     _ensure_builtin()
     for path, named in iter_files(list(paths), report):
         try:

@@ -60,16 +60,19 @@ def _show(value: Any) -> str:
 def clean_usage(usage: Mapping[str, Any], where: str = "usage") -> tuple[Mapping[str, Any], list[str]]:
     """``usage`` without the values that are not credible token counts, and one problem per dropped value.
 
-    Returns ``(usage, [])`` unchanged (the same object) when nothing is wrong.
+    Returns ``(usage, [])`` unchanged (the same object) when nothing is wrong; a new mapping when a value
+    was dropped or an integral float made an int.
     """
     problems: list[str] = []
     out: dict[str, Any] = {}
+    changed = False
     for key, value in usage.items():
         name = f"{where}.{key}"
         if isinstance(value, Mapping):
             inner, found = clean_usage(value, name)
             problems += found
             out[key] = inner
+            changed |= inner is not value
             continue
         if key in _NESTED and value is not None:
             problems.append(f"{name} = {_show(value)} is not an object; treated as missing")
@@ -78,11 +81,12 @@ def clean_usage(usage: Mapping[str, Any], where: str = "usage") -> tuple[Mapping
         counted = isinstance(key, str) and key.endswith(_COUNT_SUFFIXES)
         if (is_number or (counted and value is not None)) and _count(value) is None:
             problems.append(
-                f"{name} = {_show(value)} is not a token count (an integer 0..{MAX_TOKENS:.0e}); treated as missing"
+                f"{name} = {_show(value)} is not a token count (an integer 0..{MAX_TOKENS:,}); treated as missing"
             )
             continue
         out[key] = _count(value) if is_number else value
-    return (out, problems) if problems else (usage, [])
+        changed |= out[key] is not value
+    return (out, problems) if problems or changed else (usage, [])
 
 
 def replace_surrogates(value: Any) -> tuple[Any, int]:
@@ -130,7 +134,7 @@ def _clean_record(record: Record) -> tuple[Record, list[str]]:
     usage = changes.get("usage", record.usage)
     if isinstance(usage, Mapping):
         cleaned, found = clean_usage(usage)
-        if found:
+        if cleaned is not usage:
             changes["usage"] = cleaned
             problems += found
     return (replace(record, **changes) if changes else record), problems
