@@ -275,10 +275,12 @@ def test_reading_a_huge_line_keeps_memory_bounded(tmp_path: Path) -> None:
 
 
 def test_read_lines_matches_split(tmp_path: Path) -> None:
+    """The whole-file path (file <= cap) and the streaming path (file > cap, lines <= cap) agree with split."""
     path = tmp_path / "x"
-    for data in [b"", b"\n", b"a", b"a\n", b"a\n\nb", b"a\nb\n", b"\n\n"]:
+    for data in [b"", b"\n", b"a", b"a\n", b"a\n\nb", b"a\nb\n", b"\n\n", b"ab\ncd\nef\n", b"abc\n\n\nabc", b"\nab"]:
         path.write_bytes(data)
         parts = data.split(b"\n")
         trailing = parts[-1] == b"" if data else True
         expected = parts[:-1] if trailing and data else parts if data else []
-        assert read_lines(path, cap=1 << 20) == (expected, trailing), data
+        for cap in (3, 1 << 20):
+            assert read_lines(path, cap=cap) == (expected, trailing), (data, cap)

@@ -38,6 +38,7 @@ _COUNT_SUFFIXES = ("_tokens", "_requests")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: A JSON escape of a surrogate code point: the only way a lone surrogate reaches a strictly decoded line.
 _ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_NOTHING: list[str] = []  # shared, never appended to
 _VALUE_FIELDS = tuple(f.name for f in fields(Record) if f.name not in ("line", "source", "blocks", "_key"))
 
 
@@ -57,12 +58,33 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
+def _plain(usage: Mapping[str, Any]) -> bool:
+    """The common case, checked without building anything: every value an int in range, None, a string
+    under a key that is not a count, or a mapping of the same."""
+    for key, value in usage.items():
+        kind = type(value)
+        if kind is int:
+            if not 0 <= value <= MAX_TOKENS:
+                return False
+        elif kind is str:
+            if key in _NESTED or (isinstance(key, str) and key.endswith(_COUNT_SUFFIXES)):
+                return False
+        elif kind is dict or isinstance(value, Mapping):
+            if not _plain(value):
+                return False
+        elif value is not None:
+            return False
+    return True
+
+
 def clean_usage(usage: Mapping[str, Any], where: str = "usage") -> tuple[Mapping[str, Any], list[str]]:
     """``usage`` without the values that are not credible token counts, and one problem per dropped value.
 
     Returns ``(usage, [])`` unchanged (the same object) when nothing is wrong; a new mapping when a value
     was dropped or an integral float made an int.
     """
+    if _plain(usage):
+        return usage, []
     problems: list[str] = []
     out: dict[str, Any] = {}
     changed = False
@@ -117,9 +139,12 @@ def replace_surrogates(value: Any) -> tuple[Any, int]:
 
 
 def _clean_record(record: Record) -> tuple[Record, list[str]]:
+    line, usage = record.line, record.usage
+    if line is not None and _ESCAPE.search(line) is None and (usage is None or (type(usage) is dict and _plain(usage))):
+        return record, _NOTHING  # the common case, kept cheap: ingest checks every record
     problems: list[str] = []
     changes: dict[str, Any] = {}
-    if record.line is None or _ESCAPE.search(record.line):
+    if line is None or _ESCAPE.search(line):
         for name in _VALUE_FIELDS:
             value, n = replace_surrogates(getattr(record, name))
             if n:
