@@ -5,8 +5,12 @@ Hypothesis replaces or deletes one to six fields anywhere in it (any depth, incl
 with values of the wrong type: null, booleans, huge or negative integers, NaN, infinity, strings with
 lone surrogates, lists, objects. Whatever it produces, the loader must return sessions whose
 ``lines == records + skipped``, the usage `load_paths` passes on must hold credible token counts only,
-no loaded text may hold a lone surrogate, and export and the rough estimator must not fail.
-(Issue #13 item 6: Gemini ``parts: 5`` and SWE-agent ``tool_calls: true`` raised TypeError.)
+no loaded text may hold a lone surrogate, and export and the rough estimator must not fail. A
+deterministic pass also swaps every single field of every seed to every JSON type (and deletes it),
+which reliably finds the one-field bugs the random search may miss in a given run.
+(Issue #13 item 6: Gemini ``parts: 5`` and SWE-agent ``tool_calls: true`` raised TypeError; the
+exhaustive pass fails on the old Gemini, SWE-agent and Codex loaders, at ``candidates``, ``tool_calls``
+and ``reasoning.summary``.)
 """
 
 from __future__ import annotations
@@ -273,13 +277,23 @@ def _paths(value: Any, prefix: tuple = ()) -> Iterator[tuple]:
             yield from _paths(item, (*prefix, index))
 
 
+def _get(value: Any, path: tuple) -> Any:
+    for key in path:
+        value = value[key]
+    return value
+
+
 def _mutate(seed: Any, data: st.DataObject) -> Any:
+    """Half of the picks are fields holding a list or an object: code iterates those, so swapping their
+    type is what crashes a loader (a string where a string is checked rarely does)."""
     value = copy.deepcopy(seed)
     for _ in range(data.draw(st.integers(1, 6))):
         paths = [p for p in _paths(value) if p]
         if not paths:
             break
-        path = data.draw(st.sampled_from(paths))
+        containers = [p for p in paths if isinstance(_get(value, p), (dict, list))]
+        pool = containers if containers and data.draw(st.booleans()) else paths
+        path = data.draw(st.sampled_from(pool))
         parent = value
         for key in path[:-1]:
             parent = parent[key]
@@ -334,7 +348,7 @@ def _check_sessions(sessions: list, report: LoadReport) -> None:
 
 
 @pytest.mark.parametrize(("fmt", "name", "seed", "layout"), CASES, ids=[c[1] for c in CASES])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_type_confused_fields(tmp_path_factory, fmt: str, name: str, seed: Any, layout: str, data) -> None:
     path = tmp_path_factory.mktemp("fuzz") / name
@@ -347,6 +361,36 @@ def test_type_confused_fields(tmp_path_factory, fmt: str, name: str, seed: Any, 
     _check_sessions(sessions, report)
 
 
+#: The exhaustive pass: every field of every seed replaced by each of these (and deleted).
+_EVERY_TYPE = [None, True, 7, 10**30, float("nan"), "x", "\udc80", [], [7], {}, {"a": 7}]
+
+
+@pytest.mark.parametrize(("fmt", "name", "seed", "layout"), CASES, ids=[c[1] for c in CASES])
+def test_every_field_swapped_to_every_type(tmp_path: Path, fmt: str, name: str, seed: Any, layout: str) -> None:
+    """Deterministic complement of the property above: one field at a time, every field, every type."""
+    loader = get_loader(fmt)
+    path = tmp_path / name
+    variants = 0
+    for field_path in [p for p in _paths(seed) if p]:
+        for swap in [*_EVERY_TYPE, "delete"]:
+            value = copy.deepcopy(seed)
+            parent = _get(value, field_path[:-1])
+            if swap == "delete":
+                if not isinstance(parent, dict):
+                    continue
+                del parent[field_path[-1]]
+            else:
+                parent[field_path[-1]] = copy.deepcopy(swap)
+            path.write_bytes(_serialise(value, layout))
+            try:
+                sessions = loader.load(path)
+            except Exception as exc:  # noqa: BLE001  (name the field and value that broke it)
+                raise AssertionError(f"{name}: {field_path} = {swap!r}: {type(exc).__name__}: {exc}") from exc
+            assert all(s.lines == len(s.records) + len(s.skipped) for s in sessions), (field_path, swap)
+            variants += 1
+    assert variants > 50
+
+
 def test_seeds_load_cleanly(tmp_path: Path) -> None:
     """The seeds themselves are valid: every item is a record (so mutations start from real shapes)."""
     for fmt, name, seed, layout in CASES:
@@ -356,17 +400,30 @@ def test_seeds_load_cleanly(tmp_path: Path) -> None:
         assert sessions and all(s.records and not s.skipped for s in sessions), (fmt, name, sessions)
 
 
-@pytest.mark.parametrize("preset", ["history", "messages", "trajectory", "conversations"])
+PRESET_SEEDS = {
+    "history": SWE["history"],
+    "messages": MESSAGES,
+    "trajectory": [{"role": "user", "content": "hi"}, {"role": "ai", "content": "a"}],
+    "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "a"}],
+}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_SEEDS))
+def test_dataset_presets_every_field_swapped(preset: str) -> None:
+    seed = {preset: PRESET_SEEDS[preset], "id": "r"}
+    for field_path in [p for p in _paths(seed) if p]:
+        for swap in _EVERY_TYPE:
+            row = copy.deepcopy(seed)
+            _get(row, field_path[:-1])[field_path[-1]] = copy.deepcopy(swap)
+            for session in _foreign_sessions([row], list(row), preset, "fuzz", "fuzz.jsonl"):
+                assert session.lines == len(session.records) + len(session.skipped), (field_path, swap)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_SEEDS))
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_dataset_presets_type_confused(preset: str, data) -> None:
-    seeds = {
-        "history": SWE["history"],
-        "messages": MESSAGES,
-        "trajectory": [{"role": "user", "content": "hi"}, {"role": "ai", "content": "a"}],
-        "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "a"}],
-    }
-    row = _mutate({preset: seeds[preset], "id": "r"}, data)
+    row = _mutate({preset: PRESET_SEEDS[preset], "id": "r"}, data)
     if preset not in row:
         row[preset] = None
     sessions = _foreign_sessions([row], list(row), preset, "fuzz", "fuzz.jsonl")
