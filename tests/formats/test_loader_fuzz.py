@@ -384,7 +384,7 @@ def test_every_field_swapped_to_every_type(tmp_path: Path, fmt: str, name: str, 
             path.write_bytes(_serialise(value, layout))
             try:
                 sessions = loader.load(path)
-            except Exception as exc:  # noqa: BLE001  (name the field and value that broke it)
+            except Exception as exc:
                 raise AssertionError(f"{name}: {field_path} = {swap!r}: {type(exc).__name__}: {exc}") from exc
             assert all(s.lines == len(s.records) + len(s.skipped) for s in sessions), (field_path, swap)
             variants += 1
