@@ -230,6 +230,41 @@ REQUEST = {
     ],
 }
 
+GEMINI_SESSION = {
+    "sessionId": "g1",
+    "projectHash": "p",
+    "startTime": "t",
+    "messages": [
+        {"id": "m0", "timestamp": "t", "type": "user", "content": "hi"},
+        {
+            "id": "m1",
+            "type": "gemini",
+            "content": [{"text": "a"}, {"inlineData": {}}],
+            "model": "gemini-2.5-pro",
+            "tokens": {"input": 10, "output": 2, "cached": 1, "thoughts": 1, "total": 14},
+            "thoughts": [{"subject": "s", "description": "d"}],
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "name": "ls",
+                    "args": {"p": "."},
+                    "status": "success",
+                    "result": [{"functionResponse": {"response": {"output": "a.py"}}}],
+                },
+                {
+                    "id": "c2",
+                    "name": "rm",
+                    "args": {},
+                    "status": "error",
+                    "result": {"functionResponse": {"response": {"error": "no"}}},
+                },
+                {"id": "c3", "name": "x", "status": "cancelled"},
+            ],
+        },
+        {"id": "m2", "type": "info", "content": "note"},
+    ],
+}
+
 #: (format, file name, seed, "lines" = each top-level item is one JSONL line | "document")
 CASES = [
     ("claude-code", "s.jsonl", CLAUDE, "lines"),
@@ -237,6 +272,7 @@ CASES = [
     ("gemini-cli", "g.responses", GEMINI, "lines"),
     ("swe-agent", "t.traj", SWE, "document"),
     ("swe-agent", "steps.traj", {"trajectory": [{"response": "r", "observation": "o"}] * 2}, "document"),
+    ("gemini-cli-session", "session-1.json", GEMINI_SESSION, "document"),
     ("openhands", "events.json", OPENHANDS, "document"),
     ("openhands", "wrapped.json", {"history": OPENHANDS, "instance_id": "i"}, "document"),
     ("anthropic-messages", "request.json", REQUEST, "document"),

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .files import read_document
 from .jsonio import BadInput, decode_json_document, unreadable_session
 from .model import Block, Record, Session, Skip
 from .registry import register
@@ -240,7 +241,7 @@ class GeminiSessionLoader:
         return {b"sessionId", b"messages"} <= keys and bool(keys & {b"projectHash", b"startTime"})
 
     def load(self, path: Path) -> list[Session]:
-        data = path.read_bytes()
+        data = read_document(path)  # capped: a document is one unit for the parser
         try:
             document = decode_json_document(data)
         except BadInput as exc:
