@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -70,7 +71,7 @@ def test_a_failing_session_is_reported_and_the_others_finish(tmp_path: Path, mon
     folder = tmp_path / "corpus"
     write_claude(folder / "a.jsonl", "s-a")
     write_claude(folder / "b.jsonl", "s-b")
-    import workbench.replay as replay_package
+    replay_package = importlib.import_module("workbench.replay")  # the module (``wb.replay`` is the facade)
 
     real = replay_package.replay_session
 
@@ -101,7 +102,7 @@ def test_aggregate_commands_isolate_the_failing_session(tmp_path: Path, monkeypa
     folder = tmp_path / "corpus"
     write_claude(folder / "a.jsonl", "s-a")
     write_claude(folder / "b.jsonl", "s-b")
-    import workbench.api.study as study
+    study = importlib.import_module("workbench.api.study")
 
     for name in ("validate_report", "invariants_report"):
         real = getattr(study, name)
