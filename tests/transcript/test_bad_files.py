@@ -274,6 +274,29 @@ def test_reading_a_huge_line_keeps_memory_bounded(tmp_path: Path) -> None:
     assert peak < 6 << 20, peak
 
 
+def test_ingest_of_a_huge_line_keeps_memory_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole ``ingest`` path (load, checks, round-trip report), not only the reader: the round-trip
+    check used to read the whole source back (a 2 GB line: 2 GB resident)."""
+    from workbench.cli import ingest_report
+
+    path = tmp_path / "zeros.jsonl"
+    with path.open("wb") as handle:
+        for _ in range(32):
+            handle.write(b"\0" * (1 << 20))
+    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", str(1 << 20))
+    tracemalloc.start()
+    try:
+        report = LoadReport()
+        sessions = list(load_paths([path], format="claude-code", report=report))
+        data = ingest_report(sessions, report)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert data["skipped"][0]["reason"].startswith("line of 33,554,432 bytes exceeds")
+    assert data["round_trip"] == {"checked": 1, "identical": 0, "different": [str(path)]}
+    assert peak < 8 << 20, peak
+
+
 def test_read_lines_matches_split(tmp_path: Path) -> None:
     """The whole-file path (file <= cap) and the streaming path (file > cap, lines <= cap) agree with split."""
     path = tmp_path / "x"

@@ -208,9 +208,13 @@ def round_trips(session: Session) -> bool | None:
     (formats whose export is not their source format, or sessions that do not own a whole file)."""
     if session.format != "claude-code" or not session.source or session.is_inline:
         return None
+    if any(isinstance(skip.data, OversizedLine) for skip in session.skipped):
+        return False  # a line over the cap was not kept: the export cannot reproduce it (and is refused)
+    data = session_bytes(session)
     try:
         with open_regular(session.source) as handle:
-            original = handle.read()
-        return session_bytes(session) == original
-    except (OSError, ExportError):
+            if os.fstat(handle.fileno()).st_size != len(data):
+                return False
+            return handle.read() == data
+    except OSError:
         return None
