@@ -7,6 +7,9 @@ nor written into the executed notebooks (papermill records the parameters in the
 The notebook computes its cells through `run_group`, i.e. the same cells and store as ``workbench
 sweep``: a config already in the store is read, not recomputed.
 
+Notebooks execute with `workbench.experiments.kernel.StallFreeKernelManager` (the fix of the stall
+where nbclient picks a reply up only at the cell timeout, or never without one).
+
 The kernel is the venv's own ``python3`` (ipykernel's spec, whose ``python`` jupyter_client resolves
 to ``sys.executable``); when no such spec is installed, `ensure_kernel` installs one into
 ``sys.prefix``, so ``make setup`` needs no extra step.
@@ -96,6 +99,7 @@ def run_papermill(
     from tqdm.auto import tqdm
 
     from ..metrics._common import config_hash
+    from .kernel import client_kwargs
 
     spec = load_spec(spec_path)
     out = Path(out_dir).resolve()
@@ -126,6 +130,7 @@ def run_papermill(
             progress_bar=False,
             cwd=str(folder),
             log_output=False,
+            **client_kwargs(),  # no reply picked up only at the timeout (papermill's default: never)
         )
         return notebook
 
