@@ -19,17 +19,46 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(f"warning: {line}", err=True)
+
+
+def _sweep_warnings(data: dict[str, Any]) -> list[str]:
+    out = list(data.get("store_problems") or [])
+    for dup in data.get("duplicate_sessions") or []:
+        same = "identical copies" if dup["identical"] else "different content"
+        out.append(
+            f"session {dup['session_id']} is in {len(dup['files'])} files ({same}): each file is its own "
+            f"session with its own cells: {', '.join(dup['files'])}"
+        )
+    return out
+
+
+def _failed(data: dict[str, Any]) -> str:
+    failures = data["failures"]
+    first = failures[0]
+    return (
+        f"{data['cells_failed']} of {data['cells_total']} cells failed (recorded in {data['store']}/failed; "
+        f"the other cells are stored; a re-run retries them). First: {first['file']} session "
+        f"{first['session_id']} strategy {first['strategy']}: {first['error_type']}: {first['error']}"
+    )
+
+
 def sweep(
     spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML, see experiments/).")],
     executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).", min=1)] = None,
     store: Annotated[Path | None, typer.Option(help="Result store folder (default results/<spec name>/store).")] = None,
     report: Annotated[Path | None, typer.Option(help="Also write plots + summary.md/html into this folder.")] = None,
     papermill: Annotated[
         Path | None,
         typer.Option("--papermill", help="Run each (strategy, config) as an executed notebook into this folder."),
     ] = None,
-    batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.")] = 64,
+    batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.", min=1)] = 64,
+    max_grid_points: Annotated[
+        int | None, typer.Option(help="Refuse grids larger than this (default: the spec's, 10,000).", min=1)
+    ] = None,
     probes: Annotated[
         bool, typer.Option("--probes", help="With --report: run the online judge probes (needs a budget).")
     ] = False,
@@ -43,12 +72,14 @@ def sweep(
 ) -> None:
     """Run an experiment sweep: compute the missing cells of SPEC into an append-only parquet store."""
     from .experiments import SpecError, load_spec, plan_sweep, run_sweep
-    from .experiments.executors import executor_kind
+    from .experiments.executors import ExecutorError, executor_kind
+    from .experiments.executors import probe as probe_executor
 
     try:
         executor_kind(executor)
-        resolved = load_spec(spec)
-    except (SpecError, ValueError) as exc:
+        resolved = load_spec(spec, max_grid_points=max_grid_points)
+        probe_executor(executor)
+    except (SpecError, ValueError, ExecutorError) as exc:
         _fail(str(exc), 2)
     if probes and (report is None or probe_budget_usd is None or probe_budget_usd < 0):
         _fail("--probes needs --report DIR and --probe-budget-usd (a hard budget in USD, >= 0)", 2)
@@ -70,20 +101,28 @@ def sweep(
         }
         human = f"{out['groups']} notebooks in {papermill}; aggregated table {out['aggregated']}"
     else:
-        plan = plan_sweep(resolved)
-        result = run_sweep(
-            resolved,
-            store=store,
-            executor=executor,
-            workers=workers,
-            batch_size=batch_size,
-            progress=not as_json,
-            plan=plan,
-        )
+        try:
+            plan = plan_sweep(resolved)
+            result = run_sweep(
+                resolved,
+                store=store,
+                executor=executor,
+                workers=workers,
+                batch_size=batch_size,
+                progress=not as_json,
+                plan=plan,
+            )
+        except SpecError as exc:
+            _fail(str(exc), 2)
+        except ExecutorError as exc:
+            _fail(str(exc), 2)
         data = result.as_dict()
+        _warn(_sweep_warnings(data))
         human = (
-            f"{result.cells_total} cells ({result.cells_computed} computed, {result.cells_cached} cached) "
-            f"over {result.sessions} sessions in {result.elapsed_s:.2f} s -> {result.store}"
+            f"{result.cells_total} cells ({result.cells_computed} computed, {result.cells_cached} cached"
+            + (f", {result.cells_by_others} by another sweep" if result.cells_by_others else "")
+            + (f", {result.cells_failed} failed" if result.cells_failed else "")
+            + f") over {result.sessions} sessions in {result.elapsed_s:.2f} s -> {result.store}"
         )
         if report is not None:
             from .experiments.report import write_report
@@ -110,6 +149,8 @@ def sweep(
                 data["report"] = str(write_report(result, plan, report))
             human += f"\nreport: {data['report']}/summary.md"
     typer.echo(json.dumps(data, indent=2, default=str) if as_json else human)
+    if data.get("cells_failed"):
+        _fail(_failed(data), 1)
 
 
 def demo(

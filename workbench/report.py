@@ -15,6 +15,12 @@ against the run folder); without either, those columns are None and ``notes`` sa
 A run folder that cannot be read (a damaged parquet or manifest, a steps table without its columns) is
 left out and listed under ``failed_runs`` (``{"path", "reason"}``, also a note); the other runs are
 summarised. Only when no run can be read does `report` raise.
+
+A session is (session id, file) (`workbench.metrics.identity`): two files with one ``sessionId`` are
+reported as two rows with their ``file``, and ``notes`` lists them; the same session replayed with the
+same strategy and config into two run folders is reported once per run folder (its ``file`` names the
+folder too). A run folder written before steps carried their ``file`` that holds copies of one session
+cannot tell them apart: it is left out like a damaged one (named, with the reason), not merged.
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ from typing import Any
 
 import pandas as pd
 
-from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, session_map, share
+from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, share
 from .metrics.bill import bill_sessions
 from .metrics.cost import calibrate_cost, cost_sessions, dollar_weighted_error, load_pricing
 from .metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
 from .metrics.expected_recovery import expected_recovery, expected_recovery_sessions
 from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
 from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
+from .metrics.identity import FILE, SessionKeys
 from .metrics.recovery import recovery
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
 from .metrics.uncertainty import CI_METRICS, bootstrap_intervals, few_sessions_note, paired_differences
@@ -113,6 +120,7 @@ def load_results(
         folder = steps_path.parent
         try:
             manifest, steps, events = _read_run(folder)
+            _check_copies(steps_path, steps)
         except (OSError, ValueError) as exc:
             if failed is None:
                 raise ValueError(f"{folder}: {exc}") from None
@@ -124,9 +132,10 @@ def load_results(
         for frame in (steps, events):
             if len(frame) and "config_hash" not in frame.columns:
                 frame["config_hash"] = chash
+            if len(frame) and FILE not in frame.columns:
+                frame[FILE] = None
         steps_frames.append(steps)
-        if len(events):
-            event_frames.append(events)
+        event_frames.append(events)
         inputs = [str(p if Path(p).is_absolute() else (folder / p).resolve()) for p in manifest.get("inputs", [])]
         strategy = manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None)
         runs.append(
@@ -144,6 +153,8 @@ def load_results(
     if not runs:
         first = failed[0] if failed else {"path": str(root), "reason": "unknown"}
         raise ValueError(f"{root}: no run folder could be read ({first['path']}: {first['reason']})")
+    _tag_reruns(steps_frames, event_frames, [str(run["path"]) for run in runs])
+    event_frames = [frame for frame in event_frames if len(frame)]
     steps = pd.concat(steps_frames, ignore_index=True) if steps_frames else pd.DataFrame()
     events = pd.concat(event_frames, ignore_index=True) if event_frames else pd.DataFrame()
     return steps, events, runs
@@ -174,13 +185,55 @@ def _with_labels(frame: pd.DataFrame, runs: Sequence[Mapping[str, Any]]) -> pd.D
     return out
 
 
-def _load_sessions(runs: Sequence[Mapping[str, Any]], wanted: set[str]) -> dict[str, Session]:
+def _check_copies(path: Path, steps: pd.DataFrame) -> None:
+    """A run folder whose rows repeat (session, strategy, config, step) without a ``file`` to tell the
+    copies apart cannot be reported honestly."""
+    if steps.empty or "step" not in steps.columns or (FILE in steps.columns and steps[FILE].notna().all()):
+        return
+    keys = [c for c in ("session_id", FILE, "strategy", "config_hash", "step") if c in steps.columns]
+    repeated = steps[steps.duplicated(keys, keep=False)]
+    if len(repeated):
+        sid = repeated["session_id"].iloc[0]
+        raise ValueError(
+            f"{path}: session {sid} appears more than once (copies of one session id, written before steps "
+            "recorded their file): re-run `workbench replay` into this folder to report them separately"
+        )
+
+
+def _tag_reruns(steps_frames: list[pd.DataFrame], event_frames: list[pd.DataFrame], folders: list[str]) -> None:
+    """Rows of one (session, file, strategy, config) found in several run folders: each folder's rows
+    get ``<file> [run <folder>]`` in ``file``, so they stay separate sessions (not summed into one)."""
+    columns = ["session_id", FILE, "strategy", "config_hash"]
+    where: dict[tuple[Any, ...], set[int]] = {}
+    for index, frame in enumerate(steps_frames):
+        if len(frame):
+            for key in frame[columns].astype(object).drop_duplicates().itertuples(index=False):
+                where.setdefault(tuple(_none(v) for v in key), set()).add(index)
+    repeated = {key for key, found in where.items() if len(found) > 1}
+    if not repeated:
+        return
+    for index, (steps, events) in enumerate(zip(steps_frames, event_frames, strict=True)):
+        for frame in (steps, events):
+            if frame.empty or not set(columns) <= set(frame.columns):
+                continue
+            keys = frame[columns].astype(object).itertuples(index=False)
+            mask = [tuple(_none(v) for v in key) in repeated for key in keys]
+            if any(mask):
+                frame[FILE] = frame[FILE].astype(object)
+                frame.loc[mask, FILE] = [f"{_none(f) or ''} [run {folders[index]}]" for f in frame.loc[mask, FILE]]
+
+
+def _none(value: Any) -> Any:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _load_sessions(runs: Sequence[Mapping[str, Any]], wanted: set[str]) -> list[Session]:
     from .transcript import load_paths
 
     paths = sorted({p for run in runs for p in run.get("inputs", [])})
     if not paths:
-        return {}
-    return {s.id: s for s in load_paths([Path(p) for p in paths]) if s.id in wanted}
+        return []
+    return [s for s in load_paths([Path(p) for p in paths]) if s.id in wanted]
 
 
 def _baseline(steps: pd.DataFrame, sessions: Mapping[str, Session]) -> pd.DataFrame | None:
@@ -262,15 +315,20 @@ def report(
             "calibration": [],
             "notes": [*notes, "no steps.parquet found"],
         }
+    recorded_ids = set(steps["session_id"])
+    keys = SessionKeys.of(steps, events)  # a session is (id, file): duplicated ids get per-file keys
+    steps, events = keys.relabel(steps), keys.relabel(events)
     wanted = set(steps["session_id"])
-    by_id = session_map(sessions)
-    by_id = {k: v for k, v in by_id.items() if k in wanted} if by_id else _load_sessions(runs, wanted)
+    given = sessions.values() if isinstance(sessions, Mapping) else sessions
+    loaded = list(given) if given is not None else _load_sessions(runs, recorded_ids)
+    by_id = {k: v for k, v in keys.sessions(loaded).items() if k in wanted}
     missing = wanted - set(by_id)
     if missing:
         notes.append(
             f"{len(missing)} of {len(wanted)} sessions not available (pass sessions= or a manifest.json "
             "with inputs): their fidelity is None and their cost omits output tokens"
         )
+    notes.extend(keys.notes())
     if "none" not in set(steps["strategy"]) and not by_id:
         notes.append(
             "no `none` run and no sessions: tokens saved by `recorded` are measured against its own compacted context"
@@ -326,11 +384,12 @@ def report(
     few = few_sessions_note(table)
     if few:
         notes.append(few)
-    reference = reference_fidelity(by_id.values()) if by_id else pd.DataFrame()
+    reference = keys.restore(reference_fidelity(by_id.values())) if by_id else pd.DataFrame()
     probed = _probes(probes, by_id, events, notes) if probes is not None else None
+    table, measured = keys.restore(table), keys.restore(measured)
     calibration = pd.DataFrame()
     if by_id and {"none", "recorded"} & set(steps["strategy"]):
-        calibration = calibrate_cost(steps, events, by_id, pricing=pricing)
+        calibration = keys.restore(calibrate_cost(steps, events, by_id, pricing=pricing))
         if len(calibration):
             for name, group in calibration.groupby("strategy"):
                 pooled = dollar_weighted_error(group, resamples=500)
@@ -578,9 +637,12 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
     out += ["By strategy (95% bootstrap intervals over sessions)", _table(data["strategies"], _STRATEGY_COLUMNS), ""]
     if data.get("differences"):
         out += _differences(data)
-    if per_session and data["sessions"]:
+    rows = data["sessions"]
+    copies = len({(r["session_id"], r.get(FILE)) for r in rows}) > len({r["session_id"] for r in rows})
+    if per_session and rows:
         columns = (
             ("session", "session_id", ""),
+            *((("file", FILE, ""),) if copies else ()),
             *_COLUMNS[:2],
             *_COLUMNS[3:4],
             *_COLUMNS[4:7],
@@ -638,6 +700,7 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
     if data.get("calibration"):
         cols = (
             ("session", "session_id", ""),
+            *((("file", FILE, ""),) if copies else ()),
             ("strategy", "strategy", ""),
             ("steps", "steps", ""),
             ("recorded", "recorded_cost_usd", "usd"),

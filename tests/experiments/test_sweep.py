@@ -129,6 +129,10 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
         .reset_index(drop=True)
     )
     pd.testing.assert_frame_equal(ours, ref)
+    # the killed store reads as one dataset per table, with no rows of the killed batches (issue #13 item 12)
+    for table in ("cells", "steps", "events"):
+        raw = pd.read_parquet(store_dir / table)
+        assert len(raw) == len(getattr(store, table)()), table
 
 
 def test_dask_local_cluster_matches_local_executor(tmp_path):

@@ -1,15 +1,20 @@
 """Sweep cells: one (strategy, resolved config, session, estimator, code version), identified by a content hash.
 
-A cell's id is a hash of what determines its result and nothing else, so a re-run computes exactly
-the cells whose inputs changed: the strategy name, its *resolved* config (defaults filled in, so
-``{}`` and the spelled-out defaults are the same cell), the session's content fingerprint (not its
-path), the estimator, and the code version (package version plus a hash of the modules that compute
-results; ``WORKBENCH_CODE_VERSION`` overrides it). Provenance that does not change the result (paths,
-git revision, timestamps) is recorded next to the result, not hashed.
+A cell's id is a hash of what determines its result and which session it belongs to, so a re-run
+computes exactly the cells whose inputs changed: the strategy name, its *resolved* config (defaults
+filled in, so ``{}`` and the spelled-out defaults are the same cell), the session's content
+fingerprint, its id and its ``file`` (the source path relative to the corpus folder it was found in,
+so moving the corpus keeps the ids), the estimator, and the code version (package version plus a
+hash of the modules that compute results; ``WORKBENCH_CODE_VERSION`` overrides it). A session is
+(session id, file): two files with the same ``sessionId`` (a copied folder, a resumed session) are two
+sessions with cells of their own, never one (issue #13 item 7). Provenance that does not change the
+result (absolute paths, git revision, timestamps) is recorded next to the result, not hashed.
 
 `run_task` is what an executor runs: one session's cells. The worker process parses each source file
 once (`_sessions_of`, cached per process) and takes token counts from the shared on-disk cache, which
 the driver warms before dispatching, so the parsing and counting are paid once per worker, not per cell.
+A cell that raises is returned as a failure (type and message as text, so nothing unpicklable crosses a
+process boundary) and the task's other cells are still returned.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ __all__ = [
     "cell_summary",
     "code_version",
     "corpus_fingerprint",
+    "file_key",
     "git_revision",
     "make_cells",
     "run_task",
@@ -96,6 +102,7 @@ class Cell:
     source: str | None
     estimator: str
     code_version: str
+    file: str | None = None
 
     @cached_property  # a cell is immutable; a sweep asks for these many times
     def config_json(self) -> str:
@@ -113,6 +120,8 @@ class Cell:
             "strategy": self.strategy,
             "config": dict(self.config),
             "session": self.session_fingerprint,
+            "session_id": self.session_id,
+            "file": self.file,
             "estimator": self.estimator,
             "code": self.code_version,
         }
@@ -136,6 +145,7 @@ class TaskResult:
     cells: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
 
 
 def strategy_code_version(name: str) -> str:
@@ -148,15 +158,64 @@ def strategy_code_version(name: str) -> str:
     return f"{code_version()}+{name}:{extra}" if extra else code_version()
 
 
-def make_cells(points: Sequence[Any], sessions: Sequence[Session], estimator: str) -> list[Cell]:
+def file_key(source: str | None, roots: Sequence[str | Path] = ()) -> str | None:
+    """``source`` relative to the corpus folder it was found in, prefixed by that folder's name
+    (``claude-code/a/b.jsonl``); the file name for a corpus given as a file; else the path as given."""
+    if source is None:
+        return None
+    path = Path(source).resolve()
+    for root in roots:
+        base = Path(root).resolve()
+        if path == base:
+            return base.name
+        if base in path.parents:
+            return f"{base.name}/{path.relative_to(base).as_posix()}"
+    return str(source)
+
+
+def make_cells(
+    points: Sequence[Any], sessions: Sequence[Session], estimator: str, roots: Sequence[str | Path] = ()
+) -> list[Cell]:
     versions = {name: strategy_code_version(name) for name in {p.strategy for p in points}}
+    files = {id(s): file_key(s.source, roots) for s in sessions}
     return [
         Cell(
-            p.strategy, dict(p.resolved), dict(p.passed), s.id, s.fingerprint, s.source, estimator, versions[p.strategy]
+            p.strategy,
+            dict(p.resolved),
+            dict(p.passed),
+            s.id,
+            s.fingerprint,
+            s.source,
+            estimator,
+            versions[p.strategy],
+            files[id(s)],
         )
         for p in points
         for s in sessions
     ]
+
+
+def cell_identity(cell: Cell) -> dict[str, Any]:
+    """The columns that name a cell (shared by computed and failed cells)."""
+    return {
+        "cell_id": cell.id,
+        "strategy": cell.strategy,
+        "config_hash": cell.config_hash,
+        "session_id": cell.session_id,
+        "session_fingerprint": cell.session_fingerprint,
+        "source": cell.source,
+        "file": cell.file,
+        "estimator": cell.estimator,
+        "code_version": cell.code_version,
+        "config_json": cell.config_json,
+        "passed_config_json": canonical_json(dict(cell.passed)),
+    }
+
+
+def failure_row(cell: Cell, exc: BaseException) -> dict[str, Any]:
+    """A failed cell: its identity plus the error as text (one line, at most 2,000 characters)."""
+    message = " ".join(str(exc).split()) or repr(exc)
+    return {**cell_identity(cell), "error_type": type(exc).__name__, "error": message[:2000]}
 
 
 _SESSIONS: dict[tuple[str, int, int], dict[str, Session]] = {}
@@ -237,40 +296,53 @@ def run_task(task: CellTask) -> TaskResult:
     from ..strategies.portable import install
 
     install(task.strategy_code)
-    session = _session(task)
     out = TaskResult()
+    try:
+        session = _session(task)
+    except Exception as exc:  # the file changed or vanished: every cell of the task fails with it
+        out.failed.extend(failure_row(cell, exc) for cell in task.cells)
+        return out
     groups: dict[tuple[str, str], list[tuple[Cell, Any]]] = {}
     for cell in task.cells:
-        strategy = create(cell.strategy, dict(cell.config))
+        try:
+            strategy = create(cell.strategy, dict(cell.config))
+        except Exception as exc:
+            out.failed.append(failure_row(cell, exc))
+            continue
         groups.setdefault((cell.estimator, prefix_key(strategy)), []).append((cell, strategy))
     results: dict[str, Any] = {}
     elapsed: dict[str, float] = {}
     for (estimator, _), members in groups.items():
         started = time.time()
-        replays = replay_group(session, [strategy for _, strategy in members], estimator=estimator)
-        share = (time.time() - started) / len(members)
-        for (cell, _), replay in zip(members, replays, strict=True):
-            results[cell.id], elapsed[cell.id] = replay, share
+        try:
+            replays = replay_group(session, [strategy for _, strategy in members], estimator=estimator)
+        except Exception:
+            replays = None  # one member failed: replay each on its own so the others still count
+        if replays is not None:
+            share = (time.time() - started) / len(members)
+            for (cell, _), replay in zip(members, replays, strict=True):
+                results[cell.id], elapsed[cell.id] = replay, share
+            continue
+        for cell, _ in members:
+            started = time.time()
+            try:
+                fresh = create(cell.strategy, dict(cell.config))
+                results[cell.id] = replay_group(session, [fresh], estimator=estimator)[0]
+            except Exception as exc:
+                out.failed.append(failure_row(cell, exc))
+                continue
+            elapsed[cell.id] = time.time() - started
     for cell in task.cells:
+        if cell.id not in results:
+            continue
         result = results[cell.id]
         started = time.time() - elapsed[cell.id]
-        extra = {"cell_id": cell.id, "config_hash": cell.config_hash}
-        steps = [{**row, **extra} for row in result.steps]
-        events = [{**row, **extra} for row in result.events]
-        out.steps.extend(steps)
-        out.events.extend(events)
+        extra = {"cell_id": cell.id, "config_hash": cell.config_hash, "file": cell.file}
+        out.steps.extend({**row, **extra} for row in result.steps)
+        out.events.extend({**row, **extra} for row in result.events)
         out.cells.append(
             {
-                "cell_id": cell.id,
-                "strategy": cell.strategy,
-                "config_hash": cell.config_hash,
-                "session_id": cell.session_id,
-                "session_fingerprint": cell.session_fingerprint,
-                "source": cell.source,
-                "estimator": cell.estimator,
-                "code_version": cell.code_version,
-                "config_json": cell.config_json,
-                "passed_config_json": canonical_json(dict(cell.passed)),
+                **cell_identity(cell),
                 **cell_summary(result.steps, result.events),
                 "started_at": started,
                 "elapsed_s": elapsed[cell.id],

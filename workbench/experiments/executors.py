@@ -11,7 +11,11 @@
 * ``inline``: no pool, cells run in the calling process (debugging, profiling, tiny sweeps).
 * ``dask-local``: a `distributed.LocalCluster` on 127.0.0.1 (no dashboard), started and closed here.
 * ``dask://HOST:PORT`` (or ``tcp://HOST:PORT``): an existing scheduler. Its workers need workbench
-  installed and the corpus at the same paths as the driver.
+  installed and the corpus at the same paths as the driver. A scheduler that does not answer within
+  `CONNECT_TIMEOUT_S` fails with `ExecutorError` naming the address (dask's own default waits 30 s
+  and retries, and its error does not say where it tried).
+
+``workers`` must be a positive number (or None: the CPU count); anything else is a `ValueError`.
 
 The sweep only uses ``submit`` and `concurrent.futures.as_completed`, so every backend runs through the
 same code path (`distributed.Client.get_executor` returns standard futures).
@@ -27,7 +31,32 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["InlineExecutor", "executor_kind", "local_start_method", "make_executor"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "ExecutorError",
+    "InlineExecutor",
+    "check_workers",
+    "executor_kind",
+    "local_start_method",
+    "make_executor",
+    "probe",
+]
+
+#: How long to wait for a ``dask://`` scheduler before giving up.
+CONNECT_TIMEOUT_S = 8
+
+
+class ExecutorError(RuntimeError):
+    """The executor could not be started (e.g. the dask scheduler is unreachable)."""
+
+
+def check_workers(workers: int | None) -> int | None:
+    """``workers`` unchanged when None or a positive int, else a `ValueError` saying what is allowed."""
+    if workers is None:
+        return None
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"--workers must be a positive number of worker processes, got {workers!r}")
+    return workers
 
 
 class InlineExecutor(Executor):
@@ -51,15 +80,46 @@ def executor_kind(name: str) -> str:
     if name in ("local", "inline", "dask-local"):
         return name
     if name.startswith(("dask://", "tcp://")):
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit("tcp://" + name.split("://", 1)[1])
+            valid = bool(parts.hostname) and parts.port is not None
+        except ValueError:  # a port that is not a number or out of range
+            valid = False
+        if not valid:
+            raise ValueError(f"executor {name!r}: a dask scheduler address is dask://HOST:PORT")
         return "dask"
     raise ValueError(f"unknown executor {name!r}: use local, inline, dask-local or dask://HOST:PORT")
+
+
+def probe(name: str) -> None:
+    """For a ``dask://`` executor: raise `ExecutorError` at once when nothing listens at its address
+    (the CLI checks this before planning). Other executors need no check."""
+    if executor_kind(name) == "dask":
+        _probe(name, "tcp://" + name.split("://", 1)[1])
+
+
+def _probe(name: str, address: str) -> None:
+    """Fail at once when nothing listens at ``address`` (dask would retry until its timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address)
+    assert parts.hostname is not None and parts.port is not None  # checked by executor_kind
+    try:
+        socket.create_connection((parts.hostname, parts.port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ExecutorError(
+            f"{name}: cannot connect to a dask scheduler at {address} ({exc.strerror or exc})"
+        ) from None
 
 
 @contextmanager
 def make_executor(name: str = "local", workers: int | None = None) -> Iterator[Executor]:
     """Yield an executor for ``name`` and shut it (and any cluster it started) down afterwards."""
     kind = executor_kind(name)
-    count = workers or os.cpu_count() or 1
+    count = check_workers(workers) or os.cpu_count() or 1
     if kind == "inline":
         yield InlineExecutor()
     elif kind == "local":
@@ -82,5 +142,13 @@ def make_executor(name: str = "local", workers: int | None = None) -> Iterator[E
                 yield client.get_executor(pure=False)
         else:
             address = "tcp://" + name.split("://", 1)[1]
-            with Client(address) as client:
+            _probe(name, address)
+            try:
+                client = Client(address, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as exc:
+                raise ExecutorError(
+                    f"{name}: no dask scheduler answered at {address} within {CONNECT_TIMEOUT_S} s "
+                    f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+                ) from None
+            with client:
                 yield client.get_executor(pure=False)

@@ -155,17 +155,14 @@ def write_report(
     if "cost_usd" in configs.columns:
         keep("cost_vs_savings.png", plots.cost_vs_savings(configs), "Simulated cost vs share of input tokens saved")
     if len(table):
-        session = table.sort_values(["peak_without_compaction", "session_id"], ascending=[False, True]).iloc[0][
-            "session_id"
-        ]
+        top = table.sort_values(["peak_without_compaction", "session_id"], ascending=[False, True]).iloc[0]
+        session = top["session_id"]
+        # a session is (id, source file): the cells of this one file, not of every copy of its id
+        ids = set(table[(table["session_id"] == session) & (table["source"] == top["source"])]["cell_id"])
         chosen = configs.drop_duplicates("strategy")["config_hash"]
         names = configs[["config_hash", "label"]]
-        mine = steps[(steps["session_id"] == session) & steps["config_hash"].isin(chosen)].merge(
-            names, on="config_hash"
-        )
-        mine_events = (
-            events[(events["session_id"] == session) & events["config_hash"].isin(chosen)] if len(events) else None
-        )
+        mine = steps[steps["cell_id"].isin(ids) & steps["config_hash"].isin(chosen)].merge(names, on="config_hash")
+        mine_events = events[events["cell_id"].isin(ids) & events["config_hash"].isin(chosen)] if len(events) else None
         keep(
             "timeline.png",
             plots.context_timeline(mine, mine_events),
@@ -196,7 +193,14 @@ def write_report(
         "",
         f"- corpus: {', '.join(result.corpus)}" + (" (fallback)" if result.corpus_used_fallback else ""),
         f"- sessions: {result.sessions}; grid points: {result.grid_points}; cells: {result.cells_total} "
-        f"({result.cells_computed} computed, {result.cells_cached} from the store)",
+        f"({result.cells_computed} computed, {result.cells_cached} from the store"
+        + (f", {result.cells_by_others} by another sweep" if result.cells_by_others else "")
+        + (f", **{result.cells_failed} failed**" if result.cells_failed else "")
+        + ")",
+        *(
+            f"- session `{d['session_id']}` is in {len(d['files'])} files, each reported as its own session"
+            for d in result.duplicate_sessions
+        ),
         f"- estimator: {plan.spec.estimator}; store: `{result.store}`; executor: {result.executor}; "
         f"{result.elapsed_s:.1f} s",
         "",

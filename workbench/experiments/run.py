@@ -6,6 +6,20 @@ the on-disk token-count cache for every session that has missing cells; forked w
 grouped per session into tasks of ``batch_size`` cells; every finished task is written to the store as
 one atomic batch before the next result is awaited, so a killed sweep loses only the tasks that were
 still running, and a re-run computes exactly the missing cells.
+
+Failures and faults (issue #13):
+
+* A cell that raises (an online API error, a strategy bug) is stored in ``failed/`` with its error
+  and counted in `SweepResult.failures`; the session's other cells are stored, the sweep goes on and
+  the next run retries it. A worker process that dies fails only the cells it was running.
+* Before planning, `ResultStore.tidy` cleans the store: stale temporary files, unreadable parts and
+  the leftovers of killed writers (`workbench.experiments.store`); what it did is in
+  ``store_problems``.
+* Concurrent sweeps on one store share the work through claims (`workbench.experiments.claims`): a
+  sweep computes only the missing cells nobody else is computing, then waits for the others' cells
+  (taking over those of a sweep that died), so every cell is computed once.
+* Sessions are (session id, file): two files with one ``sessionId`` are two sessions, each with its own
+  cells, listed in ``duplicate_sessions``.
 """
 
 from __future__ import annotations
@@ -21,9 +35,19 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .cells import Cell, CellTask, corpus_fingerprint, git_revision, make_cells, remember_sessions, run_task
+from .cells import (
+    Cell,
+    CellTask,
+    corpus_fingerprint,
+    failure_row,
+    git_revision,
+    make_cells,
+    remember_sessions,
+    run_task,
+)
+from .claims import live_claims, store_lock
 from .executors import executor_kind, make_executor
-from .spec import GridPoint, ResolvedSpec, load_spec, sample_sessions
+from .spec import GridPoint, ResolvedSpec, SpecError, load_spec, sample_sessions
 from .store import ResultStore
 
 __all__ = ["SweepPlan", "SweepResult", "plan_for_sessions", "plan_sweep", "run_sweep"]
@@ -35,6 +59,7 @@ class SweepPlan:
     sessions: list[Any]
     cells: list[Cell]
     corpus_fingerprint: str
+    duplicate_sessions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -51,6 +76,11 @@ class SweepResult:
     corpus_used_fallback: bool
     executor: str
     elapsed_s: float
+    cells_failed: int = 0
+    cells_by_others: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    store_problems: list[str] = field(default_factory=list)
+    duplicate_sessions: list[dict[str, Any]] = field(default_factory=list)
     cell_ids: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self, *, ids: bool = False) -> dict[str, Any]:
@@ -66,6 +96,9 @@ def plan_sweep(spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | No
 
     resolved = spec if isinstance(spec, ResolvedSpec) else load_spec(spec)
     sessions = [s for s in load_paths(resolved.corpus, format=resolved.spec.format) if s.records]
+    if not sessions:
+        where = ", ".join(str(p) for p in resolved.corpus)
+        raise SpecError(f"{resolved.path}: corpus: no transcripts with records in {where}")
     return plan_for_sessions(resolved, sessions, points)
 
 
@@ -81,9 +114,26 @@ def plan_for_sessions(
         raise ValueError(f"sessions without a source file cannot be swept: {', '.join(unsourced[:3])}")
     chosen_sessions = sample_sessions([s for s in sessions if s.records], spec.spec)
     chosen = list(spec.points if points is None else points)
-    cells = make_cells(chosen, chosen_sessions, spec.estimator)
+    cells = make_cells(chosen, chosen_sessions, spec.estimator, spec.corpus)
     remember_sessions(chosen_sessions)
-    return SweepPlan(spec, chosen_sessions, cells, corpus_fingerprint([s.fingerprint for s in chosen_sessions]))
+    fingerprint = corpus_fingerprint([s.fingerprint for s in chosen_sessions])
+    return SweepPlan(spec, chosen_sessions, cells, fingerprint, duplicate_sessions(chosen_sessions))
+
+
+def duplicate_sessions(sessions: Sequence[Any]) -> list[dict[str, Any]]:
+    """Session ids that occur in more than one file: ``[{"session_id", "files", "identical"}]``."""
+    by_id: dict[str, list[Any]] = defaultdict(list)
+    for session in sessions:
+        by_id[session.id].append(session)
+    return [
+        {
+            "session_id": sid,
+            "files": [str(s.source) for s in group],
+            "identical": len({s.fingerprint for s in group}) == 1,
+        }
+        for sid, group in sorted(by_id.items())
+        if len(group) > 1
+    ]
 
 
 def _warm_token_cache(sessions: Sequence[Any], estimator: str) -> None:
@@ -100,18 +150,29 @@ def _tasks(cells: Sequence[Cell], sessions: Sequence[Any], batch_size: int) -> l
     from ..strategies.portable import pack
 
     shipped = dict(pack({cell.strategy for cell in cells}))
-    by_session: dict[str, list[Cell]] = defaultdict(list)
+    by_session: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for cell in cells:
-        by_session[cell.session_fingerprint].append(cell)
+        by_session[(cell.session_fingerprint, str(cell.source))].append(cell)
     size = {s.fingerprint: len(s.records) for s in sessions}
     tasks = []
-    for fingerprint in sorted(by_session, key=lambda fp: -size.get(fp, 0)):  # long sessions first
-        group = by_session[fingerprint]
+    for key in sorted(by_session, key=lambda k: (-size.get(k[0], 0), k[1])):  # long sessions first
+        group = by_session[key]
         for start in range(0, len(group), batch_size):
             chunk = tuple(group[start : start + batch_size])
             code = tuple((name, shipped[name]) for name in sorted({c.strategy for c in chunk}) if name in shipped)
-            tasks.append(CellTask(str(chunk[0].source), chunk[0].session_id, fingerprint, chunk, code))
+            tasks.append(CellTask(str(chunk[0].source), chunk[0].session_id, key[0], chunk, code))
     return tasks
+
+
+def _claim(store: ResultStore, wanted: dict[str, Cell], skip: set[str]) -> tuple[list[Cell], set[str]]:
+    """Under the store lock: the wanted cells that are neither stored nor claimed by a live sweep (now
+    claimed by ``store``'s writer), and the ids live sweeps hold."""
+    with store_lock(store.root):
+        done = store.done_ids()
+        held = set().union(*(set(c.get("cells", ())) for c in live_claims(store.root, exclude=store.owner).values()))
+        free = [c for cid, c in wanted.items() if cid not in done and cid not in held and cid not in skip]
+        store.claimant.claim(c.id for c in free)
+        return free, {cid for cid in wanted if cid in held and cid not in done}
 
 
 def run_sweep(
@@ -124,6 +185,7 @@ def run_sweep(
     progress: bool = True,
     points: Sequence[GridPoint] | None = None,
     plan: SweepPlan | None = None,
+    poll_s: float = 0.5,
 ) -> SweepResult:
     """Compute the spec's missing cells into ``store``; see the module docstring."""
     from .. import __version__
@@ -132,9 +194,10 @@ def run_sweep(
     executor_kind(executor)
     plan = plan or plan_sweep(spec, points)
     results = ResultStore(store)
+    problems = results.tidy()
+    unique = {cell.id: cell for cell in plan.cells}
     done = results.done_ids()
-    unique = list({cell.id: cell for cell in plan.cells}.values())
-    missing = [cell for cell in unique if cell.id not in done]
+    missing = {cid: cell for cid, cell in unique.items() if cid not in done}
     provenance = {
         "spec_name": plan.spec.name,
         "spec_path": str(plan.spec.path),
@@ -144,34 +207,40 @@ def run_sweep(
         "git_revision": git_revision(),
         "executor": executor,
     }
-    errors: list[str] = []
-    if missing:
-        wanted = {cell.session_fingerprint for cell in missing}
-        _warm_token_cache([s for s in plan.sessions if s.fingerprint in wanted], plan.spec.estimator)
-        tasks = _tasks(missing, plan.sessions, max(1, batch_size))
-        bar = tqdm(total=len(missing), desc=f"sweep {plan.spec.name}", unit="cell", disable=not progress)
-        with make_executor(executor, workers) as pool:
-            futures = {pool.submit(run_task, task): task for task in tasks}
-            for future in as_completed(futures):
-                task = futures[future]
-                try:
-                    out = future.result()
-                except Exception as exc:
-                    errors.append(f"{task.source} ({task.session_id}): {type(exc).__name__}: {exc}")
-                    continue
-                finished = time.time()
-                rows = [{**row, **provenance, "finished_at": finished} for row in out.cells]
-                results.write_batch(rows, out.steps, out.events)
-                bar.update(len(task.cells))
+    failures: list[dict[str, Any]] = []
+    computed = 0
+    wanted = dict(missing)
+    bar = tqdm(total=len(missing), desc=f"sweep {plan.spec.name}", unit="cell", disable=not progress or not missing)
+    try:
+        warmed: set[str] = set()
+        while missing:
+            mine, held = _claim(results, missing, {f["cell_id"] for f in failures})
+            if mine:
+                fresh = {c.session_fingerprint for c in mine} - warmed
+                _warm_token_cache([s for s in plan.sessions if s.fingerprint in fresh], plan.spec.estimator)
+                warmed |= fresh
+                computed += _compute(mine, plan, results, executor, workers, batch_size, provenance, failures, bar)
+            elif held:  # everything left is being computed by another sweep: wait for it
+                bar.set_postfix_str(f"waiting for {len(held)} cells another sweep is computing")
+                time.sleep(poll_s)
+            now = results.done_ids()
+            others = [cid for cid in missing if cid in now and cid not in {c.id for c in mine}]
+            bar.update(len(others))
+            failed = {f["cell_id"] for f in failures}
+            missing = {cid: c for cid, c in missing.items() if cid not in now and cid not in failed}
+            if not mine and not held:
+                break
+    finally:
         bar.close()
-    if errors:
-        raise RuntimeError(f"{len(errors)} tasks failed (finished cells were stored):\n" + "\n".join(errors))
+        results.close()
+    final = results.done_ids()
+    by_others = sum(1 for cid in wanted if cid in final) - computed
     return SweepResult(
         spec=plan.spec.name,
         store=str(results.root),
         cells_total=len(unique),
-        cells_computed=len(missing),
-        cells_cached=len(unique) - len(missing),
+        cells_computed=computed,
+        cells_cached=len(done & set(unique)),
         grid_points=len(points if points is not None else plan.spec.points),
         grid_points_skipped=len(plan.spec.skipped),
         sessions=len(plan.sessions),
@@ -179,5 +248,52 @@ def run_sweep(
         corpus_used_fallback=plan.spec.corpus_used_fallback,
         executor=executor,
         elapsed_s=round(time.time() - started, 3),
-        cell_ids=[cell.id for cell in unique],
+        cells_failed=len(failures),
+        cells_by_others=max(0, by_others),
+        failures=[{k: f[k] for k in _FAILURE_KEYS} for f in failures],
+        store_problems=problems,
+        duplicate_sessions=plan.duplicate_sessions,
+        cell_ids=list(unique),
     )
+
+
+_FAILURE_KEYS = ("cell_id", "strategy", "config_hash", "session_id", "file", "error_type", "error")
+
+
+def _compute(
+    cells: Sequence[Cell],
+    plan: SweepPlan,
+    results: ResultStore,
+    executor: str,
+    workers: int | None,
+    batch_size: int,
+    provenance: dict[str, Any],
+    failures: list[dict[str, Any]],
+    bar: Any,
+) -> int:
+    """Run ``cells`` on the executor, writing each finished task; returns how many cells were stored."""
+    stored = 0
+    tasks = _tasks(cells, plan.sessions, max(1, batch_size))
+    with make_executor(executor, workers) as pool:
+        futures = {pool.submit(run_task, task): task for task in tasks}
+        for future in as_completed(futures):
+            task = futures[future]
+            finished = time.time()
+            try:
+                out = future.result()
+            except Exception as exc:  # the worker died, or the executor could not return the result
+                rows = [{**failure_row(cell, exc), **provenance, "finished_at": finished} for cell in task.cells]
+                results.write_failures(rows)
+                failures.extend(rows)
+                bar.update(len(task.cells))
+                continue
+            if out.cells:
+                rows = [{**row, **provenance, "finished_at": finished} for row in out.cells]
+                results.write_batch(rows, out.steps, out.events)
+                stored += len(rows)
+            if out.failed:
+                rows = [{**row, **provenance, "finished_at": finished} for row in out.failed]
+                results.write_failures(rows)
+                failures.extend(rows)
+            bar.update(len(task.cells))
+    return stored

@@ -18,16 +18,23 @@ A spec (``experiments/*.yaml``)::
           max_tokens: [20000, 40000]
           trigger.pct_of_window: [60, 80]
         skip_invalid: false                        # true: drop grid points the strategy's config rejects
+    max_grid_points: 10000                         # refuse larger grids (counted before any is built)
 
 Validation is strict: an unknown key anywhere, an unknown strategy, or a grid point the strategy's own
 config rejects raises `SpecError` whose message names the file and the key (``smoke.yaml:
 strategies[0].grid.min_tokenz: …``). Nothing falls back silently except ``corpus_fallback``, and that
-choice is recorded (`ResolvedSpec.corpus_used_fallback`).
+choice is recorded (`ResolvedSpec.corpus_used_fallback`). ``format`` must name a registered loader.
+
+The grid is counted before any point is built: a spec whose grids hold more than ``max_grid_points``
+points (default `MAX_GRID_POINTS`; ``load_spec(max_grid_points=…)`` and ``workbench sweep
+--max-grid-points`` override it) is refused with the count, instead of planning for hours without
+output (issue #13 item 9: a 30^5 grid).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import random
 import re
@@ -40,6 +47,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
+    "MAX_GRID_POINTS",
     "METRIC_FAMILIES",
     "ExperimentSpec",
     "GridPoint",
@@ -54,6 +62,9 @@ __all__ = [
 
 METRIC_FAMILIES = ("savings", "validity", "cost", "fidelity")
 MetricName = Literal["savings", "validity", "cost", "fidelity"]
+
+#: Default limit on a spec's grid points (override per spec or per call).
+MAX_GRID_POINTS = 10_000
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -83,6 +94,7 @@ class ExperimentSpec(BaseModel):
     metrics: list[MetricName] = Field(default_factory=lambda: list(METRIC_FAMILIES))
     seed: int = 0
     max_sessions: int | None = Field(None, gt=0)
+    max_grid_points: int = Field(MAX_GRID_POINTS, gt=0)
     strategies: list[StrategySpec] = Field(min_length=1)
 
 
@@ -196,6 +208,37 @@ def _corpus(spec: ExperimentSpec, path: Path) -> tuple[tuple[Path, ...], bool]:
     raise SpecError(f"{path}: corpus: none of {spec.corpus + spec.corpus_fallback} exists")
 
 
+def grid_size(spec: ExperimentSpec) -> int:
+    """How many grid points the spec's strategies expand to (duplicates included), without building them."""
+    from ..strategies import strategies
+
+    total = 0
+    for item in spec.strategies:
+        if item.name == "*":
+            total += len(strategies())
+        else:
+            total += math.prod(len(values) for values in item.grid.values())
+    return total
+
+
+def _check_grid_size(spec: ExperimentSpec, path: Path, limit: int) -> None:
+    total = grid_size(spec)
+    if total <= limit:
+        return
+    parts = []
+    for index, item in enumerate(spec.strategies):
+        if item.grid:
+            sizes = " × ".join(str(len(v)) for v in item.grid.values())
+            parts.append(
+                f"strategies[{index}] {item.name}: {sizes} = {math.prod(len(v) for v in item.grid.values()):,}"
+            )
+    detail = f" ({'; '.join(parts)})" if parts else ""
+    raise SpecError(
+        f"{path}: strategies: the grid has {total:,} points{detail}, over the limit of {limit:,}; narrow the "
+        "grid, or raise the limit (max_grid_points in the spec, or workbench sweep --max-grid-points N)"
+    )
+
+
 def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dict[str, Any]]]:
     from ..strategies import get_strategy, strategies
 
@@ -249,8 +292,9 @@ def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dic
     return points, skipped
 
 
-def load_spec(path: str | Path) -> ResolvedSpec:
-    """Read, validate and expand a spec file (see the module docstring)."""
+def load_spec(path: str | Path, *, max_grid_points: int | None = None) -> ResolvedSpec:
+    """Read, validate and expand a spec file (see the module docstring); ``max_grid_points`` overrides
+    the spec's limit on grid points."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -258,12 +302,13 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    return resolve_spec(data, path)
+    return resolve_spec(data, path, max_grid_points=max_grid_points)
 
 
-def resolve_spec(data: Any, path: str | Path) -> ResolvedSpec:
+def resolve_spec(data: Any, path: str | Path, *, max_grid_points: int | None = None) -> ResolvedSpec:
     """Validate and expand a spec given as a mapping (what `load_spec` read from ``path``; a notebook
-    can pass a dict). Relative corpus paths resolve against ``path``'s folder; errors name ``path``."""
+    can pass a dict). Relative corpus paths resolve against ``path``'s folder; errors name ``path``;
+    ``max_grid_points`` overrides the spec's limit on grid points."""
     path = Path(path)
     if not isinstance(data, Mapping):
         raise SpecError(f"{path}: (top level): expected a mapping, got {type(data).__name__}")
@@ -277,14 +322,21 @@ def resolve_spec(data: Any, path: str | Path) -> ResolvedSpec:
         raise SpecError(
             f"{path}: estimator: unknown estimator {spec.estimator!r}; known: {', '.join(estimator_names())}"
         )
+    if spec.format is not None:
+        from ..transcript.registry import loaders
+
+        known = sorted(loaders())
+        if spec.format not in known:
+            raise SpecError(f"{path}: format: unknown format {spec.format!r}; known: {', '.join(known)}")
     corpus, fallback = _corpus(spec, path)
+    _check_grid_size(spec, path, max_grid_points or spec.max_grid_points)
     points, skipped = _points(spec, path)
     return ResolvedSpec(path, spec, corpus, fallback, tuple(points), tuple(skipped))
 
 
 def sample_sessions(sessions: Sequence[Any], spec: ExperimentSpec) -> list[Any]:
     """The sessions a spec runs on: all, or ``max_sessions`` of them drawn with ``seed`` (stable order)."""
-    items = sorted(sessions, key=lambda s: s.id)
+    items = sorted(sessions, key=lambda s: (s.id, str(s.source)))
     if spec.max_sessions is None or spec.max_sessions >= len(items):
         return items
     chosen = random.Random(spec.seed).sample(range(len(items)), spec.max_sessions)

@@ -5,21 +5,37 @@ Layout under the store folder::
     cells/part-<batch>.parquet    one row per cell: id, summary metrics, provenance   (the commit record)
     steps/part-<batch>.parquet    one row per cell × replay step
     events/part-<batch>.parquet   one row per cell × compaction event
+    failed/part-<batch>.parquet   one row per cell that raised (with its error); retried by the next sweep
+    _claims/                      who is writing, and which cells each writer took (`claims`)
+    _quarantine/<table>/          unreadable or never-committed part files moved out of the tables (log.jsonl)
 
-A batch is written steps → events → cells, each file to a temporary name first and then moved into
-place with `os.replace` (atomic on POSIX). A batch exists once its ``cells`` file exists: a process
-killed between the files leaves at most orphaned steps/events parts, which every reader ignores
-(rows are joined on the batch id of committed cells). Nothing is ever rewritten or deleted, so a sweep
-killed at any point loses no finished batch and never leaves half a cell. When two sweeps computed the
-same cell, readers keep the earliest batch.
+Every part is written with its table's explicit schema (`workbench.experiments.schema`), so each table
+folder reads as one dataset with pandas or pyarrow. A batch is written steps → events → cells, each file
+to a temporary ``.part-<batch>.parquet.tmp`` first and moved into place with `os.replace` (atomic on
+POSIX). A batch exists once its ``cells`` file exists *and* its steps/events files hold the rows its
+cells announce (``steps`` and ``compactions`` per cell); anything else is not a result:
+
+* a process killed between the files leaves orphaned steps/events parts: readers ignore them;
+* an unreadable part (zero bytes, truncated) is skipped and reported (`problems`), and its batch's cells
+  count as missing, so the next sweep recomputes them instead of failing on every run (issue #13 item 13).
+
+`tidy` (run by every sweep, under the store lock) makes the folders match that: it deletes stale
+temporary files and moves unreadable parts, and the orphans of writers that are gone, to
+``_quarantine/`` (kept for inspection, out of the datasets). A batch is named
+``<time_ns>-<owner>-<n>`` after the writer (`workbench.experiments.claims.Claimant`) that wrote it, so
+files of a writer that is still running are never touched. Committed parts are never rewritten. When
+two writers computed the same cell, readers keep the earliest batch.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
+import shutil
 import time
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,72 +43,129 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["ResultStore"]
+from .claims import Claimant, live_claims, store_lock
+from .schema import conform, to_table
+
+__all__ = ["QUARANTINE", "TABLES", "ResultStore"]
 
 TABLES = ("cells", "steps", "events")
+QUARANTINE = "_quarantine"
+_READ_ERRORS = (OSError, pa.ArrowException, ValueError)
+
+
+def _batch_of(path: Path) -> str:
+    """``part-<batch>.parquet`` or ``.part-<batch>.parquet.tmp`` → ``<batch>``."""
+    name = path.name.removeprefix(".").removeprefix("part-")
+    return name.removesuffix(".tmp").removesuffix(".parquet")
+
+
+def _owner_of(batch: str) -> str | None:
+    parts = batch.split("-")
+    return parts[1] if len(parts) == 3 else None
+
+
+@dataclass
+class _Scan:
+    """What the part files say: committed batches, their cells, and what is wrong."""
+
+    committed: dict[str, list[str]] = field(default_factory=dict)  # batch → cell ids
+    broken: dict[str, str] = field(default_factory=dict)  # batch → reason
+    unreadable: dict[Path, str] = field(default_factory=dict)  # part → reason
+    problems: list[str] = field(default_factory=list)
 
 
 class ResultStore:
-    def __init__(self, root: str | Path) -> None:
+    """A result store folder (see the module docstring). ``owner`` names this writer's batches."""
+
+    def __init__(self, root: str | Path, *, owner: str | None = None) -> None:
         self.root = Path(root)
+        self.claimant = Claimant(self.root, owner)
+        self._seq = itertools.count()
+        self.problems: list[str] = []
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.root)!r})"
+
+    @property
+    def owner(self) -> str:
+        return self.claimant.owner
 
     def _files(self, table: str) -> list[Path]:
         folder = self.root / table
         return sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []
 
+    # -- reading ---------------------------------------------------------------------------------
+
+    def _scan(self) -> _Scan:
+        scan = _Scan()
+        expected: dict[str, tuple[int, int]] = {}
+        for path in self._files("cells"):
+            batch = _batch_of(path)
+            try:
+                data = pq.read_table(path, columns=["cell_id", "steps", "compactions"])
+            except _READ_ERRORS as exc:
+                scan.unreadable[path] = _reason(exc)
+                scan.broken[batch] = f"{path}: unreadable ({_reason(exc)})"
+                continue
+            scan.committed[batch] = data.column("cell_id").to_pylist()
+            expected[batch] = (
+                sum(v or 0 for v in data.column("steps").to_pylist()),
+                sum(v or 0 for v in data.column("compactions").to_pylist()),
+            )
+        for index, table in enumerate(("steps", "events")):
+            seen: set[str] = set()
+            for path in self._files(table):
+                batch = _batch_of(path)
+                seen.add(batch)
+                try:
+                    rows = pq.read_metadata(path).num_rows
+                except _READ_ERRORS as exc:
+                    scan.unreadable[path] = _reason(exc)
+                    if batch in scan.committed:
+                        scan.broken[batch] = f"{path}: unreadable ({_reason(exc)})"
+                    continue
+                if batch in expected and rows != expected[batch][index]:
+                    scan.broken[batch] = f"{path}: {rows} rows, its cells announce {expected[batch][index]}"
+            for batch, counts in expected.items():
+                if counts[index] and batch not in seen and batch not in scan.broken:
+                    scan.broken[batch] = f"{self.root / table}/part-{batch}.parquet: missing"
+        for batch, reason in scan.broken.items():
+            cells = len(scan.committed.pop(batch, ()))
+            scan.problems.append(
+                f"{reason}: batch {batch} skipped" + (f", its {cells} cells count as missing" if cells else "")
+            )
+        for path, reason in scan.unreadable.items():
+            if _batch_of(path) not in scan.broken:
+                scan.problems.append(f"{path}: unreadable ({reason}): skipped")
+        self.problems = scan.problems
+        return scan
+
     def batches(self) -> list[str]:
-        return [p.stem.removeprefix("part-") for p in self._files("cells")]
+        """Committed batches (see the module docstring), oldest first."""
+        return sorted(self._scan().committed)
 
     def done_ids(self) -> set[str]:
-        """Ids of every committed cell (reads only the ``cell_id`` column)."""
-        ids: set[str] = set()
-        for path in self._files("cells"):
-            ids.update(pq.read_table(path, columns=["cell_id"]).column("cell_id").to_pylist())
-        return ids
-
-    def write_batch(
-        self,
-        cells: Sequence[Mapping[str, Any]],
-        steps: Sequence[Mapping[str, Any]] = (),
-        events: Sequence[Mapping[str, Any]] = (),
-    ) -> str:
-        """Write one batch atomically (cells last: their file is the commit). Returns the batch id."""
-        if not cells:
-            raise ValueError("a batch needs at least one cell")
-        batch = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        written_at = time.time()
-        for table, rows in (("steps", steps), ("events", events), ("cells", cells)):
-            if not rows and table != "cells":
-                continue
-            rows = [{**row, "batch": batch, **({"written_at": written_at} if table == "cells" else {})} for row in rows]
-            self._write(table, batch, rows)
-        return batch
-
-    def _write(self, table: str, batch: str, rows: list[dict[str, Any]]) -> None:
-        folder = self.root / table
-        folder.mkdir(parents=True, exist_ok=True)
-        final = folder / f"part-{batch}.parquet"
-        temp = folder / f".part-{batch}.parquet.tmp"
-        pq.write_table(_table(rows), temp)
-        with open(temp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, final)
+        """Ids of every committed cell (reads only the cells' id and row-count columns)."""
+        return {cell for ids in self._scan().committed.values() for cell in ids}
 
     def _read(self, table: str, batches: set[str] | None = None) -> pd.DataFrame:
-        frames = []
+        parts = []
         for path in self._files(table):
-            if batches is not None and path.stem.removeprefix("part-") not in batches:
+            if batches is not None and _batch_of(path) not in batches:
                 continue
-            frames.append(pd.read_parquet(path))
-        frames = [f for f in frames if len(f)]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+            try:
+                parts.append(conform(table, pq.read_table(path)))
+            except _READ_ERRORS as exc:
+                self.problems.append(f"{path}: unreadable ({_reason(exc)}): skipped")
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return pd.DataFrame()
+        return pa.concat_tables(parts, promote_options="permissive").to_pandas()
 
     def cells(self, ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Committed cells, one row per cell id (earliest batch wins), optionally only ``ids``."""
-        frame = self._read("cells")
+        committed = set(self._scan().committed)
+        frame = self._read("cells", committed)
         if frame.empty:
             return frame
         frame = frame.sort_values("batch", kind="stable").drop_duplicates("cell_id", keep="first")
@@ -117,9 +190,122 @@ class ResultStore:
     def events(self, cells: pd.DataFrame | None = None) -> pd.DataFrame:
         return self._rows("events", self.cells() if cells is None else cells)
 
+    def failures(self) -> pd.DataFrame:
+        """The latest failure of every cell that failed and has not been computed since."""
+        frame = self._read("failed")
+        if frame.empty:
+            return frame
+        frame = frame.sort_values("batch", kind="stable").drop_duplicates("cell_id", keep="last")
+        return frame[~frame["cell_id"].isin(self.done_ids())].reset_index(drop=True)
 
-def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Rows → an Arrow table, column by column (an order of magnitude faster than ``from_pylist``). The
-    columns are the union of the rows' keys in order of appearance; a row without a key gets null."""
-    keys = list(dict.fromkeys(key for row in rows for key in row))
-    return pa.Table.from_pydict({key: [row.get(key) for row in rows] for key in keys})
+    # -- writing ---------------------------------------------------------------------------------
+
+    def _new_batch(self) -> str:
+        if not self.claimant.is_open:
+            with store_lock(self.root):
+                self.claimant.open()
+        return f"{time.time_ns():020d}-{self.owner}-{next(self._seq):06d}"
+
+    def write_batch(
+        self,
+        cells: Sequence[Mapping[str, Any]],
+        steps: Sequence[Mapping[str, Any]] = (),
+        events: Sequence[Mapping[str, Any]] = (),
+    ) -> str:
+        """Write one batch atomically (cells last: their file is the commit). Returns the batch id."""
+        if not cells:
+            raise ValueError("a batch needs at least one cell")
+        # every table first in memory, so rows that do not fit the schema leave no file behind
+        batch = self._new_batch()
+        written_at = time.time()
+        tables = [
+            (name, to_table(name, [{**row, "batch": batch, **extra} for row in rows]))
+            for name, rows, extra in (
+                ("steps", steps, {}),
+                ("events", events, {}),
+                ("cells", cells, {"written_at": written_at}),
+            )
+            if rows or name == "cells"
+        ]
+        for name, table in tables:
+            self._write(name, batch, table)
+        return batch
+
+    def write_failures(self, rows: Sequence[Mapping[str, Any]]) -> str | None:
+        """Record failed cells (one atomic part in ``failed/``)."""
+        if not rows:
+            return None
+        batch = self._new_batch()
+        written_at = time.time()
+        self._write(
+            "failed", batch, to_table("failed", [{**r, "batch": batch, "written_at": written_at} for r in rows])
+        )
+        return batch
+
+    def _write(self, table: str, batch: str, data: pa.Table) -> None:
+        folder = self.root / table
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / f"part-{batch}.parquet"
+        temp = folder / f".part-{batch}.parquet.tmp"
+        pq.write_table(data, temp)
+        with open(temp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temp, final)
+
+    # -- housekeeping ----------------------------------------------------------------------------
+
+    def tidy(self) -> list[str]:
+        """Delete stale temporary files; move unreadable parts, the parts of incomplete batches and the
+        orphans of writers that are gone to ``_quarantine/``. Returns what was done, one line each."""
+        done: list[str] = []
+        with store_lock(self.root):
+            live = set(live_claims(self.root, exclude=self.owner))
+            if self.claimant.is_open:
+                live.add(self.owner)
+            for table in (*TABLES, "failed"):
+                folder = self.root / table
+                if not folder.is_dir():
+                    continue
+                for temp in sorted(folder.glob(".part-*.tmp")):
+                    if _owner_of(_batch_of(temp)) not in live:
+                        temp.unlink(missing_ok=True)
+                        done.append(f"{temp}: stale temporary file of a writer that is gone: deleted")
+            scan = self._scan()
+            committed = set(scan.committed)
+            for table in (*TABLES, "failed"):
+                for path in self._files(table):
+                    batch = _batch_of(path)
+                    if path in scan.unreadable:
+                        reason = f"unreadable ({scan.unreadable[path]})"
+                    elif batch in scan.broken:
+                        reason = f"part of an incomplete batch ({scan.broken[batch]})"
+                    elif table in ("steps", "events") and batch not in committed and _owner_of(batch) not in live:
+                        reason = "never committed (its writer stopped before the batch's cells file)"
+                    else:
+                        continue
+                    done.append(f"{path}: {reason}: moved to {self._quarantine(table, path, reason)}")
+        self.problems = done
+        return done
+
+    def _quarantine(self, table: str, path: Path, reason: str) -> Path:
+        folder = self.root / QUARANTINE / table
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / path.name
+        n = 1
+        while target.exists():
+            target = folder / f"{path.stem}.{n}{path.suffix}"
+            n += 1
+        shutil.move(str(path), target)
+        with open(self.root / QUARANTINE / "log.jsonl", "a", encoding="utf-8") as log:
+            log.write(json.dumps({"at": time.time(), "from": str(path), "to": str(target), "reason": reason}) + "\n")
+        return target
+
+    def close(self) -> None:
+        """Give up this writer's claim (also done by the process ending)."""
+        with store_lock(self.root):
+            self.claimant.close()
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..metrics.identity import SessionKeys
 from .spec import METRIC_FAMILIES
 from .store import ResultStore
 
@@ -76,7 +77,18 @@ def cell_table(
     table = cells.copy()
     if table.empty:
         return table
-    by_id = session_map(sessions)
+    # a session is (id, source file): ids in several files get per-file keys while the metrics run
+    column = next((c for c in ("source", "file") if c in table.columns), None)
+    sources = list(table[column]) if column else [None] * len(table)
+    keys = SessionKeys(zip(table["session_id"], sources, strict=True))
+    if keys.duplicates and "cell_id" in table.columns:
+        rows = zip(table["cell_id"], table["session_id"], sources, strict=True)
+        by_cell = {cid: keys.key(sid, src) for cid, sid, src in rows}
+        table["session_id"] = table["cell_id"].map(by_cell)
+        steps = steps.assign(session_id=steps["cell_id"].map(by_cell)) if len(steps) else steps
+        events = events.assign(session_id=events["cell_id"].map(by_cell)) if len(events) else events
+    items = sessions.values() if isinstance(sessions, Mapping) else sessions
+    by_id = keys.sessions(items) if items is not None else session_map(None)
     no_events = events if len(events) else None
     if "savings" in metrics and len(steps):
         saving = savings_sessions(steps, no_events)
@@ -126,7 +138,7 @@ def cell_table(
             table["total_cost_usd"] = pd.to_numeric(table["cost_usd"], errors="coerce") + pd.to_numeric(
                 table["recovery_cost_usd"], errors="coerce"
             )
-    return with_labels(table)
+    return with_labels(keys.restore(table))
 
 
 def with_labels(frame: pd.DataFrame) -> pd.DataFrame:
@@ -183,8 +195,13 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
     for column in ("cost_usd", "summarizer_cost_usd"):  # an unpriced session makes the total unknown, not smaller
         if column in sums:
             sums[column] = lambda c: c.sum(min_count=len(c))  # type: ignore[assignment]
-    out = grouped.agg({**sums, "peak_context_tokens": "max", "session_id": "nunique", "config_json": "first"})
-    out = out.rename(columns={"session_id": "sessions"}).reset_index()
+    out = grouped.agg({**sums, "peak_context_tokens": "max", "config_json": "first"})
+    # sessions are (id, source file): copies of one session id count once each
+    identity = cells.assign(
+        _session=list(zip(cells["session_id"], cells.get("source", cells["session_id"]), strict=True))
+    )
+    out["sessions"] = identity.groupby(["strategy", "config_hash"], sort=True)["_session"].nunique()
+    out = out.reset_index()
     for column in ("expected_recovery_tokens", "expected_recovery_calls", "recovery_cost_usd", "total_cost_usd"):
         if column in cells.columns:  # summed where available; null (never 0) where no session has it
             values = pd.to_numeric(cells[column], errors="coerce")

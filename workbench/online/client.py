@@ -131,6 +131,11 @@ class OnlineAPIError(RuntimeError):
         self.request_id = request_id
         self.attempts = attempts
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with the keyword-only attributes (the default passes only ``args``, and unpickling
+        then fails: a sweep's worker process could not report the error, issue #13 item 15)."""
+        return (_rebuild_online_api_error, (self.message, self.__dict__.copy()))
+
     def __repr__(self) -> str:
         return (
             f"OnlineAPIError(endpoint={self.endpoint!r}, status_code={self.status_code!r}, "
@@ -140,6 +145,13 @@ class OnlineAPIError(RuntimeError):
     @property
     def prompt_too_long(self) -> bool:
         return self.status_code == 400 and "prompt is too long" in self.message.lower()
+
+
+def _rebuild_online_api_error(message: str, state: dict[str, Any]) -> OnlineAPIError:
+    error = OnlineAPIError.__new__(OnlineAPIError)
+    RuntimeError.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,7 @@ class _Cursor:
         self.result.steps.append(
             {
                 "session_id": p.session.id,
+                "file": p.session.source,  # a session is (id, file): copies share an id (issue #13 item 7)
                 "strategy": strategy.name,
                 "step": call.step,
                 "message_id": call.message_id,

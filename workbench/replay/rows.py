@@ -42,6 +42,7 @@ def event_row(
     """One events row; ``kept`` are the records of the old context that survived unchanged."""
     return {
         "session_id": session.id,
+        "file": session.source,
         "strategy": strategy.name,
         "kind": compaction.kind,
         "trigger": compaction.trigger,
@@ -75,6 +76,7 @@ def recorded_events(
         events.append(
             {
                 "session_id": session.id,
+                "file": session.source,
                 "strategy": strategy.name,
                 "kind": "recorded-compact",
                 "trigger": meta.get("trigger"),

@@ -1,0 +1,192 @@
+"""The result store's tables: one explicit, versioned Arrow schema each.
+
+Every part file of a table is written with exactly its schema (`to_table`), so the folder of a table is
+one dataset: ``pandas.read_parquet(store / "events")`` and ``pyarrow.dataset.dataset(store / "steps")``
+read every table of any store, also one resumed after a kill (issue #13 item 12). Before, each part's
+types were inferred from its own rows: a batch whose events all lacked a ``summary`` wrote a ``null``
+column, the next one ``string``, and the folder could not be read as one dataset.
+
+Rules:
+
+* A row key that is not in the schema is an error naming the table and the key (a new column is added
+  here, with its type, and `SCHEMA_VERSION` goes up); a schema column missing from a row is null.
+* Values are converted to the column's type (an int or a float NaN into ``int64``/null, a tuple into a
+  list); a value that does not convert raises with the table and the column.
+* The version is stored in each part's metadata (``workbench.store.schema``). Parts written by older
+  versions are conformed on read (`conform`: missing columns become null, types are cast), so
+  `workbench.experiments.store.ResultStore` reads every store; ``pandas`` reads a folder as one
+  dataset once its parts have this version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["SCHEMAS", "SCHEMA_KEY", "SCHEMA_VERSION", "SchemaError", "conform", "part_version", "to_table"]
+
+#: Bump when a table's columns or types change.
+SCHEMA_VERSION = 1
+#: Key of the version in each part file's schema metadata.
+SCHEMA_KEY = b"workbench.store.schema"
+
+_S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+_LIST = pa.list_(pa.field("element", pa.string()))  # the child name parquet writes back
+
+
+def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
+    return pa.schema([pa.field(name, kind) for name, kind in fields], metadata={SCHEMA_KEY: str(SCHEMA_VERSION)})
+
+
+_CELL_IDENTITY = (
+    ("cell_id", _S),
+    ("strategy", _S),
+    ("config_hash", _S),
+    ("session_id", _S),
+    ("session_fingerprint", _S),
+    ("source", _S),
+    ("file", _S),
+    ("estimator", _S),
+    ("code_version", _S),
+    ("config_json", _S),
+    ("passed_config_json", _S),
+)
+_PROVENANCE = (
+    ("spec_name", _S),
+    ("spec_path", _S),
+    ("corpus", _S),
+    ("corpus_fingerprint", _S),
+    ("package_version", _S),
+    ("git_revision", _S),
+    ("executor", _S),
+    ("finished_at", _F),
+    ("batch", _S),
+    ("written_at", _F),
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    # one row per computed cell: identity, the summary of its replay, provenance (the commit record)
+    "cells": _schema(
+        *_CELL_IDENTITY,
+        ("steps", _I),
+        ("compactions", _I),
+        ("peak_context_tokens", _I),
+        ("peak_without_compaction", _I),
+        ("input_tokens", _I),
+        ("input_tokens_without", _I),
+        ("tokens_saved", _I),
+        ("saved_share", _F),
+        ("violating_steps", _I),
+        ("violations", _I),
+        ("compaction_violations", _I),
+        ("repairs", _I),
+        ("fallbacks", _I),
+        ("started_at", _F),
+        ("elapsed_s", _F),
+        *_PROVENANCE,
+    ),
+    # one row per cell × replay step (`workbench.replay.engine`)
+    "steps": _schema(
+        ("session_id", _S),
+        ("file", _S),
+        ("strategy", _S),
+        ("step", _I),
+        ("message_id", _S),
+        ("context_tokens", _I),
+        ("tokens_without_compaction", _I),
+        ("token_source", _S),
+        ("context_records", _I),
+        ("compacted", _B),
+        ("violations", _I),
+        ("violation_rules", _S),
+        ("repaired", _I),
+        ("cell_id", _S),
+        ("config_hash", _S),
+        ("batch", _S),
+    ),
+    # one row per cell × compaction event (`workbench.replay.rows`)
+    "events": _schema(
+        ("session_id", _S),
+        ("file", _S),
+        ("strategy", _S),
+        ("kind", _S),
+        ("trigger", _S),
+        ("step", _I),
+        ("after_message_id", _S),
+        ("tokens_before", _I),
+        ("tokens_after", _I),
+        ("keep_start", _I),
+        ("naive_start", _I),
+        ("kept_uuids", _LIST),
+        ("dropped_uuids", _LIST),
+        ("summary", _S),
+        ("added_text", _S),
+        ("fallbacks", _LIST),
+        ("violations", _I),
+        ("violation_rules", _LIST),
+        ("repaired", _I),
+        ("cell_id", _S),
+        ("config_hash", _S),
+        ("batch", _S),
+    ),
+    # one row per cell that raised: retried by the next sweep, kept as the record of what went wrong
+    "failed": _schema(
+        *_CELL_IDENTITY,
+        ("error_type", _S),
+        ("error", _S),
+        *_PROVENANCE,
+    ),
+}
+
+
+class SchemaError(ValueError):
+    """Rows that do not fit a table's schema; the message names the table and the column."""
+
+
+def _values(table: str, name: str, kind: pa.DataType, values: list[Any]) -> pa.Array:
+    if pa.types.is_list(kind):
+        values = [None if v is None else [str(x) for x in v] for v in values]
+    try:
+        return pa.array(values, type=kind, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+        raise SchemaError(f"store table {table}: column {name} ({kind}): {exc}") from None
+
+
+def to_table(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Rows → an Arrow table with exactly ``SCHEMAS[table]`` (see the module docstring)."""
+    schema = SCHEMAS[table]
+    unknown = sorted({key for row in rows for key in row} - set(schema.names))
+    if unknown:
+        raise SchemaError(
+            f"store table {table}: {', '.join(unknown)} not in store schema v{SCHEMA_VERSION} "
+            "(add the column with its type to workbench/experiments/schema.py and bump SCHEMA_VERSION)"
+        )
+    arrays = [_values(table, f.name, f.type, [row.get(f.name) for row in rows]) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def part_version(schema: pa.Schema) -> int:
+    """The schema version a part was written with (0: before versioning)."""
+    raw = (schema.metadata or {}).get(SCHEMA_KEY)
+    return int(raw) if raw else 0
+
+
+def conform(table: str, data: pa.Table) -> pa.Table:
+    """A part read from disk in the current schema: missing columns null, types cast; columns that
+    are not in the schema (from other versions) are kept after the schema's."""
+    schema = SCHEMAS[table]
+    arrays, fields = [], []
+    for field in schema:
+        if field.name in data.column_names:
+            column = data.column(field.name)
+            arrays.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            arrays.append(pa.nulls(len(data), field.type))
+        fields.append(field)
+    for name in data.column_names:
+        if name not in schema.names:
+            arrays.append(data.column(name))
+            fields.append(data.schema.field(name))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=schema.metadata))
