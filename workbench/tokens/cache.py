@@ -3,6 +3,12 @@
 A SQLite file under the workbench cache folder (``WORKBENCH_CACHE_DIR``). Lookups are batched, so a
 second run over the same corpus tokenizes nothing: every count is one indexed read. ``stats`` counts
 hits and misses so callers (and tests) can check that.
+
+The cache only saves time, so it never fails a count: when SQLite cannot open, read or write the file
+("database or disk is full", a read-only or corrupt file, a lock that never clears), the estimator
+warns once per cache file and process (`CacheDegradedWarning`, naming the file and the error) and
+counts without the cache from then on; counts are identical, only slower (issue #13 item 11: the
+error used to abort the replay).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -20,7 +27,26 @@ from ..cache import cache_root
 from ..transcript.model import Record
 from .estimators import Estimator, get_estimator
 
-__all__ = ["CacheStats", "CachedEstimator", "cached_estimator"]
+__all__ = ["CacheDegradedWarning", "CacheStats", "CachedEstimator", "cached_estimator"]
+
+
+class CacheDegradedWarning(RuntimeWarning):
+    """The token-count cache file cannot be used; counting goes on without it."""
+
+
+_WARNED: set[Path] = set()
+
+
+def _warn_once(path: Path, exc: BaseException) -> None:
+    if path in _WARNED:
+        return
+    _WARNED.add(path)
+    warnings.warn(
+        f"token cache {path}: {exc}: counting without the cache from here on (same counts, only slower)",
+        CacheDegradedWarning,
+        stacklevel=4,
+    )
+
 
 _BATCH = 500
 #: How long a connection waits for another process's lock (sweep workers and notebook kernels share the
@@ -59,21 +85,46 @@ class CachedEstimator:
         self._lock = threading.Lock()
         self._memo: dict[str, int] = {}  # what this process has already read or computed
         self._db: sqlite3.Connection | None = None
+        #: Why the cache file is no longer used (None while it is).
+        self.degraded: str | None = None
         self._connect()
         _OPEN.add(self)
 
-    def _connect(self) -> sqlite3.Connection:
-        """Open the cache file (again: `_close_before_fork` closes every connection before a fork)."""
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S)
-        _retry_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
-        _retry_locked(
-            lambda: db.execute(
-                "CREATE TABLE IF NOT EXISTS counts (estimator TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL,"
-                " PRIMARY KEY (estimator, key)) WITHOUT ROWID"
+    def _connect(self) -> sqlite3.Connection | None:
+        """Open the cache file (again: `_close_before_fork` closes every connection before a fork);
+        None once the file cannot be used."""
+        if self.degraded is not None:
+            return None
+        db = None
+        try:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_S)
+            _retry_locked(lambda: db.execute("PRAGMA journal_mode=WAL"))
+            _retry_locked(
+                lambda: db.execute(
+                    "CREATE TABLE IF NOT EXISTS counts (estimator TEXT NOT NULL, key TEXT NOT NULL,"
+                    " n INTEGER NOT NULL, PRIMARY KEY (estimator, key)) WITHOUT ROWID"
+                )
             )
-        )
+        except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
+            self._degrade(exc)
+            return None
         self._db = db
         return db
+
+    def _degrade(self, exc: BaseException) -> None:
+        """Stop using the cache file (see the module docstring)."""
+        self.degraded = str(exc)
+        if self._db is not None:
+            try:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+        _warn_once(self.path, exc)
 
     def count(self, record: Record) -> int:
         return self.count_many([record])[0]
@@ -90,22 +141,30 @@ class CachedEstimator:
             db = self._db or self._connect()
             unique = [key for key in dict.fromkeys(keys) if key not in memo]
             found.update((key, memo[key]) for key in keys if key in memo)
-            for start in range(0, len(unique), _BATCH):
-                chunk = unique[start : start + _BATCH]
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT key, n FROM counts WHERE estimator = ? AND key IN ({marks})", (self.name, *chunk)
-                )
-                found.update(rows)
+            try:
+                for start in range(0, len(unique), _BATCH) if db is not None else ():
+                    chunk = unique[start : start + _BATCH]
+                    marks = ",".join("?" * len(chunk))
+                    rows = db.execute(
+                        f"SELECT key, n FROM counts WHERE estimator = ? AND key IN ({marks})", (self.name, *chunk)
+                    )
+                    found.update(rows)
+            except sqlite3.Error as exc:
+                self._degrade(exc)
+                db = None
             missing = {key: record for key, record in zip(keys, items, strict=True) if key not in found}
             if missing:
                 fresh = dict(zip(missing, self.inner.count_many(list(missing.values())), strict=True))
-                db.execute("BEGIN")
-                db.executemany(
-                    "INSERT OR REPLACE INTO counts (estimator, key, n) VALUES (?, ?, ?)",
-                    [(self.name, key, n) for key, n in fresh.items()],
-                )
-                db.execute("COMMIT")
+                if db is not None:
+                    try:
+                        db.execute("BEGIN")
+                        db.executemany(
+                            "INSERT OR REPLACE INTO counts (estimator, key, n) VALUES (?, ?, ?)",
+                            [(self.name, key, n) for key, n in fresh.items()],
+                        )
+                        db.execute("COMMIT")
+                    except sqlite3.Error as exc:  # e.g. "database or disk is full"
+                        self._degrade(exc)
                 found.update(fresh)
             self.stats.misses += len(missing)
             self.stats.hits += len(keys) - len(missing)
