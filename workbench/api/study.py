@@ -39,19 +39,20 @@ Assumptions:
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from ..memory.trigger import ExtractionTrigger
-from ..strategies.keep_window import keep_window
 from ..tokens.context import token_count_with_estimation
 from ..tokens.estimators import get_estimator
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from .invariants import SUMMARY_TEXT, adjust_for_thinking, adjust_to_api_invariants, summary_record
+from .cuts import Adjuster, CutOracle, ThinkingAdjuster
+from .invariants import SUMMARY_TEXT, summary_record
 from .normalize import Request, is_sent, normalize
-from .repair import repair
 from .validate import Violation, original_thinking_blocks, validate
 
 __all__ = ["SUMMARY_TEXT", "cut_request", "invariants_report", "summary_record", "validate_report"]
@@ -84,40 +85,19 @@ class _Tally:
         self.extra_records = 0
         self.extra_tokens = 0
 
-    def add(
-        self,
-        records: Sequence[Record],
-        naive: int,
-        adjusted: int,
-        end: int | None,
-        *,
-        adjusted_thinking: int,
-        padded: Sequence[int],
-        **kw: Any,
-    ) -> None:
-        """Tally one cut; ``padded`` are claude-padded counts aligned with ``records``."""
+    def add(self, rules: Mapping[str, frozenset[str]], *, repairs: int, extra: tuple[int, int] | None) -> None:
+        """Tally one cut: the rule set of each variant's request, the pairing repair's changes and, when
+        the thinking-aware cut moved, the sent records and claude-padded tokens it keeps in addition."""
         self.cuts += 1
-        request = cut_request(records, naive, end)
-        repaired, repairs = repair(request)
-        self.repairs += len(repairs)
-        adjusted_request = request if adjusted == naive else cut_request(records, adjusted, end)
-        thinking_request = (
-            adjusted_request if adjusted_thinking == adjusted else cut_request(records, adjusted_thinking, end)
-        )
-        if adjusted_thinking != adjusted:
+        self.repairs += repairs
+        if extra is not None:
             self.moved += 1
-            self.extra_records += sum(1 for r in records[adjusted_thinking:adjusted] if is_sent(r))
-            self.extra_tokens += sum(padded[adjusted_thinking:adjusted])
-        results = {
-            "naive": validate(request, **kw),
-            "repaired": validate(repaired, **kw),
-            "adjusted": validate(adjusted_request, **kw),
-            "adjusted_thinking": validate(thinking_request, **kw),
-        }
-        for variant, violations in results.items():
-            if violations:
+            self.extra_records += extra[0]
+            self.extra_tokens += extra[1]
+        for variant in _VARIANTS:
+            if rules[variant]:
                 self.violating[variant] += 1
-            for rule in sorted({v.rule for v in violations}):
+            for rule in sorted(rules[variant]):
                 self.by_rule[variant][rule] += 1
 
     def report(self) -> dict[str, Any]:
@@ -142,80 +122,174 @@ class _Tally:
         return out
 
 
-def _all_index_cuts(session: Session, tally: _Tally) -> None:
-    records = session.conversation()
-    calls = api_calls(records)
+class _SessionCuts:
+    """One session's conversation with everything the cut families share, built once (see
+    `workbench.api.cuts`): the adjusters, the request oracle, and prefix sums of sent records,
+    claude-padded tokens and text-block messages."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.records = records = session.conversation()
+        self.calls = api_calls(records)
+        self.originals = original_thinking_blocks(records)
+        self.padded = get_estimator("claude-padded").count_many(records)
+        self.rough = get_estimator("claude-rough").count_many(records)
+        self.adjuster = Adjuster(records)
+        self.oracle = CutOracle(records, self.originals)
+        self.thinking = ThinkingAdjuster(records, self.adjuster, self.oracle)
+        self.sent_prefix = list(accumulate((is_sent(r) for r in records), initial=0))
+        self.padded_prefix = list(accumulate(self.padded, initial=0))
+        self.text_prefix = list(accumulate((r.has_text_blocks for r in records), initial=0))
+        self.boundaries = [i for i, r in enumerate(records) if r.is_compact_boundary]
+        self.uuids: dict[str, list[int]] = {}
+        for i, record in enumerate(records):
+            if record.uuid is not None:
+                self.uuids.setdefault(record.uuid, []).append(i)
+
+    def last_boundary(self, end: int) -> int:
+        """`_last_boundary`: the last compact boundary before ``end``, -1 without one."""
+        k = bisect.bisect_left(self.boundaries, end) - 1
+        return self.boundaries[k] if k >= 0 else -1
+
+    def tally(self, tally: _Tally, naive: int, adjusted: int, end: int, *, thinking: bool, lo: int = 0) -> None:
+        """One cut ``naive`` (adjusted by the reference to ``adjusted``) of the requests ending at ``end``;
+        the thinking-aware cut is computed on the window ``records[lo:end]``."""
+        oracle, originals = self.oracle, bool(self.originals)
+        moved = self.thinking.adjust(naive, lo, end, thinking=thinking)
+        plain, _ = oracle.evaluate(naive, end)
+        fixed, repairs = oracle.evaluate(naive, end, repaired=True)
+        rules = {
+            "naive": plain.rules(thinking=thinking, originals=originals),
+            "repaired": fixed.rules(thinking=thinking, originals=originals),
+            "adjusted": oracle.evaluate(adjusted, end)[0].rules(thinking=thinking, originals=originals),
+            "adjusted_thinking": oracle.evaluate(moved, end)[0].rules(thinking=thinking, originals=originals),
+        }
+        extra = None
+        if moved != adjusted:
+            extra = (
+                self.sent_prefix[adjusted] - self.sent_prefix[moved] if adjusted > moved else 0,
+                self.padded_prefix[adjusted] - self.padded_prefix[moved] if adjusted > moved else 0,
+            )
+        tally.add(rules, repairs=repairs, extra=extra)
+
+
+def _all_index_cuts(cuts: _SessionCuts, tally: _Tally) -> None:
+    records, calls = cuts.records, cuts.calls
     thinking = bool(calls) and _has_thinking(records, calls[-1].indices)
-    originals = original_thinking_blocks(records)
-    padded = get_estimator("claude-padded").count_many(records)
     first = next((i for i, r in enumerate(records) if is_sent(r)), len(records))
     for cut in range(first + 1, len(records)):
         if is_sent(records[cut]):
-            tally.add(
-                records,
-                cut,
-                adjust_to_api_invariants(records, cut),
-                None,
-                adjusted_thinking=adjust_for_thinking(records, cut, thinking=thinking),
-                padded=padded,
-                thinking=thinking,
-                original_thinking=originals,
-            )
+            cuts.tally(tally, cut, cuts.adjuster.adjust(cut), len(records), thinking=thinking)
 
 
-def keep_window_cuts(session: Session) -> list[tuple[int, int, int, int, int]]:
+class _Seen(Sequence[Record]):
+    """``records[offset:first] + [records[i] for i in extra]`` without copying (what the extraction
+    trigger observes before each call; it only looks at the end)."""
+
+    def __init__(self, records: Sequence[Record], offset: int, first: int, extra: Sequence[int]) -> None:
+        self._records, self._offset, self._first, self._extra = records, offset, first, list(extra)
+        self._size = first - offset + len(self._extra)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _at(self, i: int) -> Record:
+        body = self._first - self._offset
+        return self._records[self._offset + i] if i < body else self._records[self._extra[i - body]]
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        return self._at(index)
+
+    def __iter__(self) -> Iterator[Record]:
+        return (self._at(i) for i in range(self._size))
+
+    def __reversed__(self) -> Iterator[Record]:
+        return (self._at(i) for i in range(self._size - 1, -1, -1))
+
+
+def _keep_window(cuts: _SessionCuts, offset: int, end: int, last_summarized: int) -> tuple[int, int]:
+    """`keep_window` (default config) of ``records[offset:end]`` with prefix sums: absolute
+    ``(naive_start, start)``. ``last_summarized`` is an absolute index, or -1 when unset."""
+    from ..strategies.keep_window import keep_window
+
+    defaults = keep_window.__kwdefaults__
+    min_tokens, min_text, max_tokens = (
+        defaults["min_tokens"],
+        defaults["min_text_block_messages"],
+        defaults["max_tokens"],
+    )
+    if end <= offset:
+        return offset, offset
+    start = last_summarized + 1 if last_summarized >= 0 else end
+    tokens, texts = cuts.padded_prefix, cuts.text_prefix
+
+    def enough(i: int) -> bool:
+        size = tokens[end] - tokens[i]
+        return size >= max_tokens or (size >= min_tokens and texts[end] - texts[i] >= min_text)
+
+    if not enough(start):
+        floor = offset + 1 if cuts.records[offset].is_compact_boundary else offset
+        if start - 1 >= floor:
+            # the largest i in [floor, start) whose window is enough (monotone: smaller i keeps more)
+            low, high = floor, start - 1
+            if not enough(low):
+                start = floor
+            else:
+                while low < high:
+                    mid = (low + high + 1) // 2
+                    if enough(mid):
+                        low = mid
+                    else:
+                        high = mid - 1
+                start = low
+    return start, cuts.adjuster.adjust(start, offset, end)
+
+
+def keep_window_cuts(session: Session | _SessionCuts) -> list[tuple[int, int, int, int, int]]:
     """``(step, offset, naive_start, start, end)`` per API call of ``session``, indices into
     ``session.conversation()``; ``naive_start == -1`` marks a fallback to full compaction."""
-    records = session.conversation()
-    padded = get_estimator("claude-padded").count_many(records)
-    rough = get_estimator("claude-rough").count_many(records)
-    trigger = None if session.is_subagent else ExtractionTrigger()
+    cuts = session if isinstance(session, _SessionCuts) else _SessionCuts(session)
+    records, rough = cuts.records, cuts.rough
+    trigger = None if cuts.session.is_subagent else ExtractionTrigger()
     out: list[tuple[int, int, int, int, int]] = []
     boundary = -1
-    for call in api_calls(records):
-        offset = max(_last_boundary(records, call.first), 0)
+    for call in cuts.calls:
+        offset = max(cuts.last_boundary(call.first), 0)
         if offset != boundary and boundary != -1 and trigger is not None:
             trigger.after_compaction()
         boundary = offset
-        messages = records[offset : call.first]
         summarized = trigger.last_summarized_message_id if trigger is not None else None
         if summarized is None:
-            index = len(messages) - 1
+            index = call.first - 1 if call.first > offset else -1
         else:
-            index = next((i for i, r in enumerate(messages) if r.uuid == summarized), -2)
+            found = cuts.uuids.get(summarized, [])
+            k = bisect.bisect_left(found, offset)
+            index = found[k] if k < len(found) and found[k] < call.first else -2
         if index == -2:
             out.append((call.step, offset, -1, -1, call.first))
         else:
-            window = keep_window(messages, index, counts=padded[offset : call.first])
-            out.append((call.step, offset, offset + window.naive_start, offset + window.start, call.first))
+            naive, start = _keep_window(cuts, offset, call.first, index)
+            out.append((call.step, offset, naive, start, call.first))
         if trigger is not None:
-            seen = [*messages, *(records[i] for i in call.indices)]
-            counts = [*rough[offset : call.first], *(rough[i] for i in call.indices)]
+            seen = _Seen(records, offset, call.first, call.indices)
+            counts = _Seen(rough, offset, call.first, call.indices)  # type: ignore[arg-type]
             trigger.observe(seen, tokens=token_count_with_estimation(seen, counts=counts))
     return out
 
 
-def _keep_window_cuts(session: Session, tally: _Tally) -> None:
-    records = session.conversation()
-    originals = original_thinking_blocks(records)
-    padded = get_estimator("claude-padded").count_many(records)
-    calls = api_calls(records)
-    for step, offset, naive, start, end in keep_window_cuts(session):
+def _keep_window_cuts(cuts: _SessionCuts, tally: _Tally) -> None:
+    for step, offset, naive, start, end in keep_window_cuts(cuts):
         if naive < 0:
             tally.fallbacks += 1
             continue
-        window = records[offset:end]
-        thinking = _has_thinking(records, calls[step].indices)
-        tally.add(
-            window,
-            naive - offset,
-            start - offset,
-            None,
-            adjusted_thinking=adjust_for_thinking(window, naive - offset, thinking=thinking),
-            padded=padded[offset:end],
-            thinking=thinking,
-            original_thinking=originals,
-        )
+        thinking = _has_thinking(cuts.records, cuts.calls[step].indices)
+        cuts.tally(tally, naive, start, end, thinking=thinking, lo=offset)
 
 
 def invariants_report(sessions: Iterable[Session]) -> dict[str, Any]:
@@ -234,8 +308,9 @@ def invariants_report(sessions: Iterable[Session]) -> dict[str, Any]:
     count = 0
     for session in sessions:
         count += 1
-        _all_index_cuts(session, every)
-        _keep_window_cuts(session, window)
+        cuts = _SessionCuts(session)
+        _all_index_cuts(cuts, every)
+        _keep_window_cuts(cuts, window)
     keep = window.report()
     keep["fallbacks"] = window.fallbacks
     return {"sessions": count, "all_indices": every.report(), "keep_window": keep}
