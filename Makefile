@@ -28,6 +28,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_replay.py
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_widgets.py
+	$(BIN)/python benchmarks/bench_invariants.py
 
 demo: setup
 	$(BIN)/workbench demo --out results/demo
