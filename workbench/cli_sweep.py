@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -101,17 +102,21 @@ def sweep(
         }
         human = f"{out['groups']} notebooks in {papermill}; aggregated table {out['aggregated']}"
     else:
+        from .experiments.run import SweepFailureWarning
+
         try:
             plan = plan_sweep(resolved)
-            result = run_sweep(
-                resolved,
-                store=store,
-                executor=executor,
-                workers=workers,
-                batch_size=batch_size,
-                progress=not as_json,
-                plan=plan,
-            )
+            with warnings.catch_warnings():  # failed cells end the command with one error line instead
+                warnings.simplefilter("ignore", SweepFailureWarning)
+                result = run_sweep(
+                    resolved,
+                    store=store,
+                    executor=executor,
+                    workers=workers,
+                    batch_size=batch_size,
+                    progress=not as_json,
+                    plan=plan,
+                )
         except SpecError as exc:
             _fail(str(exc), 2)
         except ExecutorError as exc:

@@ -19,6 +19,7 @@ import pytest
 
 from workbench.experiments import ResultStore, SpecError, load_spec, plan_sweep, run_sweep
 from workbench.experiments.claims import Claimant, store_lock
+from workbench.experiments.run import SweepFailureWarning
 from workbench.experiments.schema import SCHEMAS, SchemaError, to_table
 from workbench.experiments.tables import cell_table, config_table, sweep_frames
 
@@ -210,7 +211,8 @@ def test_an_online_failure_in_a_worker_fails_that_cell_and_stores_the_rest(tmp_p
     hidden and the session's other finished cells were dropped."""
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
     spec = write_spec(tmp_path, ONLINE)
-    result = run_sweep(spec, store=tmp_path / "store", executor="local", workers=2, progress=False)
+    with pytest.warns(SweepFailureWarning, match="cells failed"):
+        result = run_sweep(spec, store=tmp_path / "store", executor="local", workers=2, progress=False)
     assert result.cells_failed >= 1
     assert {f["error_type"] for f in result.failures} == {"OnlineAPIError"}
     assert all("the fake API refuses this request" in f["error"] for f in result.failures)

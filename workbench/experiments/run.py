@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import as_completed
@@ -50,7 +51,11 @@ from .executors import executor_kind, make_executor
 from .spec import GridPoint, ResolvedSpec, SpecError, load_spec, sample_sessions
 from .store import ResultStore
 
-__all__ = ["SweepPlan", "SweepResult", "plan_for_sessions", "plan_sweep", "run_sweep"]
+__all__ = ["SweepFailureWarning", "SweepPlan", "SweepResult", "plan_for_sessions", "plan_sweep", "run_sweep"]
+
+
+class SweepFailureWarning(UserWarning):
+    """Some cells of a sweep failed (`SweepResult.failures`); the others were stored."""
 
 
 @dataclass
@@ -235,6 +240,15 @@ def run_sweep(
         results.close()
     final = results.done_ids()
     by_others = sum(1 for cid in wanted if cid in final) - computed
+    if failures:
+        first = failures[0]
+        warnings.warn(
+            f"{len(failures)} of {len(unique)} cells failed (recorded in {results.root / 'failed'}; the other "
+            f"cells are stored; a re-run retries them). First: {first['file']} session {first['session_id']} "
+            f"strategy {first['strategy']}: {first['error_type']}: {first['error']}",
+            SweepFailureWarning,
+            stacklevel=2,
+        )
     return SweepResult(
         spec=plan.spec.name,
         store=str(results.root),
