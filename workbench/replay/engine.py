@@ -38,20 +38,29 @@ strategy continues from a copy of the state at that step.
 from __future__ import annotations
 
 import copy
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.validate import original_thinking_blocks
-from ..strategies.base import ContextView, Strategy
+from ..strategies.base import ContextView, RecordedCompaction, Strategy
 from ..tokens.cache import cached_estimator
+from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import ApiCall, api_calls
 from .rows import event_row, recorded_events
 from .sizes import LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
 from .validation import RequestCheck, check_request
 
-__all__ = ["ReplayResult", "replay_group", "replay_session", "session_scale", "strip_recorded_compactions"]
+__all__ = [
+    "ReplayResult",
+    "replay_group",
+    "replay_process",
+    "replay_session",
+    "session_scale",
+    "strip_recorded_compactions",
+]
 
 
 @dataclass
@@ -91,8 +100,15 @@ class _Prepared:
         self.originals = original_thinking_blocks(self.records)
         # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
         self.guarded = session.metadata.get("query_source") in ("compact", "session_memory")
+        self.recorded = _recorded_compactions(original, self.records, boundaries, self.calls)
+        # A recorded request above the default window proves the 1M window was in use (docs §4.1).
+        prompts = [prompt_tokens(u) for c in self.calls if (u := c.usage(self.records)) is not None]
+        self.window = 1_000_000 if prompts and max(prompts) > 200_000 else None
 
-    def view(self, items: Sequence[Record], tokens: int, step: int, record: Record) -> ContextView:
+    def view(
+        self, items: Sequence[Record], tokens: int, step: int, record: Record, usage: int | None = None, index: int = -1
+    ) -> ContextView:
+        version = record.raw.get("version") if isinstance(record.raw.get("version"), str) else None
         return ContextView(
             tuple(items),
             tokens,
@@ -102,16 +118,52 @@ class _Prepared:
             record.timestamp,
             record.model,
             self.session.is_subagent,
+            usage_tokens=usage,
+            version=version or self.session.client_version,
+            window=self.window,
+            recorded=self.recorded.get(index),
         )
+
+
+def _recorded_compactions(
+    original: Sequence[Record],
+    records: Sequence[Record],
+    boundaries: Sequence[tuple[int, Record]],
+    calls: Sequence[ApiCall],
+) -> dict[int, RecordedCompaction]:
+    """Call index → the recorded compaction made in the gap just before that call (stripped replays)."""
+    summaries: dict[int, Record] = {}
+    pending: Record | None = None
+    for record in original:
+        if record.is_compact_boundary:
+            pending = record
+        elif record.is_compact_summary and pending is not None:
+            summaries[id(pending)] = record
+            pending = None
+    out: dict[int, RecordedCompaction] = {}
+    firsts = [c.first for c in calls]
+    for position, boundary in boundaries:
+        index = next((i for i, first in enumerate(firsts) if first >= position), None)
+        if index is None:
+            continue
+        usage = calls[index].usage(records)
+        out[index] = RecordedCompaction(
+            boundary,
+            summaries.get(id(boundary)),
+            position=position,
+            tail=firsts[index] - position,
+            post_tokens=prompt_tokens(usage) if usage is not None else None,
+        )
+    return out
 
 
 class _Cursor:
     """One strategy's walk through a prepared session: the mutable replay state and one step of it."""
 
-    def __init__(self, prepared: _Prepared, strategy: Strategy) -> None:
+    def __init__(self, prepared: _Prepared, strategy: Strategy, state: Any = None) -> None:
         self.p = prepared
         self.strategy = strategy
-        self.state = strategy.new_state()
+        self.state = strategy.new_state() if state is None else state
         self.result = ReplayResult(prepared.session.id, prepared.session.source, strategy.name)
         self.context: list[Record] = []
         self.sent_before: list[Record] = []  # the context as sent for the previous call
@@ -120,6 +172,7 @@ class _Cursor:
         self.diverged = False
         self.last_check: RequestCheck | None = None
         self.previous_message_id: str | None = None
+        self.pending: int | None = None  # removed tokens to use from the next call on (reproduced compaction)
 
     def fork(self, strategy: Strategy) -> _Cursor:
         """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists are
@@ -149,12 +202,19 @@ class _Cursor:
         self.context.extend(records[self.pointer : call.first])
         self.pointer = call.first
         none_tokens = p.size.before(call.first)
+        if self.pending is not None:  # the first call after a reproduced compaction has been measured
+            self.removed, self.pending = self.pending, None
         tokens = none_tokens - self.removed + self.added
-        compaction = (
-            None
-            if p.guarded
-            else strategy.compact(p.view(self.context, tokens, call.step, records[call.first]), self.state)
-        )
+        usage = p.size.usage_before(call.first)
+        if usage:
+            usage = max(0, usage - self.removed + self.added)
+        compaction = None
+        if not p.guarded:
+            view = p.view(self.context, tokens, call.step, records[call.first], usage, index)
+            if view.recorded is not None and view.recorded.trigger == "manual":
+                compaction = strategy.compact_manual(view, self.state)  # the user's /compact is input
+            if compaction is None:
+                compaction = strategy.compact(view, self.state)
         check_now = self.last_check is None or bool(self.last_check.violations) or compaction is not None
         if compaction is not None:
             before_tokens = tokens
@@ -162,8 +222,17 @@ class _Cursor:
             old = {id(r) for r in self.context}
             dropped = [r for r in self.context if id(r) not in survivors]
             new = [r for r in compaction.records if id(r) not in old]
-            self.removed += round(p.scale * sum(p.measure.count_many(dropped)))
-            self.added += round(p.scale * sum(p.measure.count_many(new)))
+            synced = p.size.offset_at.get(p.recorded[index].position) if compaction.details.get("recorded") else None
+            if synced is not None:
+                # Claude Code's own compaction reproduced: the context is the recorded one again, so its size
+                # is what the recording measured: the post-compact usage now, the recorded sizes from then on.
+                self.removed, self.added = synced, 0
+                post = p.recorded[index].post_tokens
+                if post is not None:
+                    self.removed, self.pending = none_tokens - post, synced
+            else:
+                self.removed += round(p.scale * sum(p.measure.count_many(dropped)))
+                self.added += round(p.scale * sum(p.measure.count_many(new)))
             tokens = none_tokens - self.removed + self.added
             kept = [r for r in compaction.records if id(r) in old]
             self.context = list(compaction.records)
@@ -229,6 +298,54 @@ def replay_session(session: Session, strategy: Strategy, *, estimator: str = "cl
     for index in range(len(cursor.p.calls)):
         cursor.step(index)
     return cursor.finish()
+
+
+def replay_process(
+    sessions: Sequence[Session], strategy: Strategy, *, estimator: str = "claude-rough"
+) -> list[ReplayResult]:
+    """Replay a main session and its sub-agent transcripts as the one process they ran in.
+
+    Each session gets its own cursor; a sub-agent's state is ``strategy.new_agent_state(main state)``, so
+    whatever the strategy shares between agents (Claude Code: the module state, `workbench.strategies.
+    process`) is shared. API calls are replayed in timestamp order across the sessions (a sub-agent runs
+    while its parent waits for the Agent tool's result); calls without timestamps keep their file order
+    after the timestamped ones of the same session. Results come back in the order of ``sessions``.
+    ValueError unless exactly one session is a main session and every other is its sub-agent.
+    """
+    mains = [s for s in sessions if not s.is_subagent]
+    if len(mains) != 1:
+        raise ValueError(f"replay_process needs one main session, got {len(mains)}")
+    main = mains[0]
+    strangers = [s.id for s in sessions if s.is_subagent and s.parent_session_id not in (main.session_id, main.id)]
+    if strangers:
+        raise ValueError(f"not sub-agents of {main.id}: {', '.join(strangers)}")
+    main_cursor = _Cursor(_Prepared(main, strip=strategy.strips_recorded, estimator=estimator), strategy)
+    cursors = {id(main): main_cursor}
+    for session in sessions:
+        if session is not main:
+            prepared = _Prepared(session, strip=strategy.strips_recorded, estimator=estimator)
+            cursors[id(session)] = _Cursor(prepared, strategy, strategy.new_agent_state(main_cursor.state))
+    walks = [cursors[id(session)] for session in sessions]
+
+    times: list[list[str]] = []  # per session: the latest timestamp seen up to each call
+    for walk in walks:
+        latest, running = "", []
+        for call in walk.p.calls:
+            latest = max(latest, walk.p.records[call.first].timestamp or "")
+            running.append(latest)
+        times.append(running)
+
+    def key(rank: int, index: int) -> tuple[str, int]:
+        return (times[rank][index], rank)
+
+    heap = [(key(rank, 0), rank, 0) for rank, walk in enumerate(walks) if walk.p.calls]
+    heapq.heapify(heap)
+    while heap:  # merge by time, each session's calls in their own order
+        _, rank, index = heapq.heappop(heap)
+        walks[rank].step(index)
+        if index + 1 < len(walks[rank].p.calls):
+            heapq.heappush(heap, (key(rank, index + 1), rank, index + 1))
+    return [walk.finish() for walk in walks]
 
 
 def replay_group(

@@ -45,13 +45,7 @@ class UncompactedSize:
         #: indices of the records with a usage, in order, and for each the index of the first record
         #: of its response (where the estimate after that usage starts, docs §6)
         self.measured = [index for index, usage in enumerate(self.usages) if usage is not None]
-        self.anchors: list[int] = []
-        anchor = 0
-        for k, index in enumerate(self.measured):
-            message_id = records[index].message_id
-            if k == 0 or message_id is None or records[self.measured[k - 1]].message_id != message_id:
-                anchor = index
-            self.anchors.append(anchor)
+        self.anchors = _sibling_anchors(records, self.measured)
         #: indices of the compact boundaries still in ``records`` (each starts a segment)
         self.segments = [index for index, record in enumerate(records) if record.is_compact_boundary]
         self.offsets = self._offsets(boundaries)
@@ -70,6 +64,8 @@ class UncompactedSize:
     def _offsets(self, boundaries: Sequence[tuple[int, Record]]) -> list[tuple[int, int]]:
         """(first index whose usage is post-boundary, tokens the recorded compaction removed)."""
         out = []
+        self.offset_at: dict[int, int] = {}  # boundary position → offsets of it and every earlier boundary
+        total = 0
         for position, boundary in boundaries:
             pre = boundary.compact_metadata.get("preTokens")
             k = bisect_left(self.measured, position)
@@ -77,7 +73,10 @@ class UncompactedSize:
                 continue
             first_call = self.measured[k]
             between = self.prefix[first_call] - self.prefix[position]
-            out.append((first_call, pre + between - prompt_tokens(self.usages[first_call] or {})))
+            removed = pre + between - prompt_tokens(self.usages[first_call] or {})
+            out.append((first_call, removed))
+            total += removed
+            self.offset_at[position] = total
         return out
 
     def before(self, index: int) -> int:
@@ -92,6 +91,38 @@ class UncompactedSize:
         last, anchor = self.measured[k], self.anchors[k]
         offset = sum(removed for first, removed in self.offsets if last >= first)
         return usage_tokens(self.usages[last] or {}) + offset + self.prefix[index] - self.prefix[anchor + 1]
+
+    def usage_before(self, index: int) -> int | None:
+        """``tokenCountFromLastAPIResponse`` just before ``records[index]``: the last usage total (plus what
+        stripped recorded compactions removed before it); 0 before the segment's first response, None when
+        the session records no usage at all."""
+        if not self.measured:
+            return None
+        k = bisect_right(self.measured, index - 1) - 1
+        b = bisect_right(self.segments, index - 1) - 1
+        segment = self.segments[b] if b >= 0 else 0
+        if k < 0 or self.measured[k] < segment:
+            return 0
+        last = self.measured[k]
+        offset = sum(removed for first, removed in self.offsets if last >= first)
+        return usage_tokens(self.usages[last] or {}) + offset
+
+
+def _sibling_anchors(records: Sequence[Record], measured: Sequence[int]) -> list[int]:
+    """For each usage-bearing record, the first record of its response as ``tokenCountWithEstimation``
+    finds it (`workbench.tokens.context`): walk back over non-assistant records and same-``message.id``
+    siblings, stop at any assistant with another id (a synthetic one included, docs §6 step 2)."""
+    anchors: list[int] = []
+    run_id: str | None = None
+    run_start = 0
+    m = 0
+    for index, record in enumerate(records):
+        if record.kind == "assistant" and record.message_id is not None and record.message_id != run_id:
+            run_id, run_start = record.message_id, index
+        if m < len(measured) and measured[m] == index:
+            anchors.append(run_start if record.message_id is not None and record.message_id == run_id else index)
+            m += 1
+    return anchors
 
 
 def session_scale(

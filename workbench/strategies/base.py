@@ -4,8 +4,9 @@ A strategy never does I/O and never mutates what it is given. The replay engine 
 API call, whether and how to compact (`Strategy.compact`), and tells it after each recorded response
 (`Strategy.observe`) so it can keep its own state (e.g. the session-memory extraction trigger). State is
 a strategy-owned object created by `Strategy.new_state`; the engine keeps one per replayed session, so
-a sub-agent transcript never shares state with its parent (docs §1.2 module state is per process; the
-article's fix scopes it per agent).
+a sub-agent transcript replayed on its own never shares state with its parent. Claude Code's module state
+is per process (docs §1.2), shared by the main thread and its sub-agents: `workbench.replay.replay_process`
+replays them together and `Strategy.new_agent_state` lets a strategy share what the process shares.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from ..transcript.model import Record
 
-__all__ = ["Compaction", "ContextView", "NameSet", "Strategy", "StrategyConfig", "prefix_key"]
+__all__ = ["Compaction", "ContextView", "NameSet", "RecordedCompaction", "Strategy", "StrategyConfig", "prefix_key"]
 
 
 #: A set of names in a config. Serialised to JSON sorted: a frozenset iterates in hash order, which
@@ -34,12 +35,40 @@ class StrategyConfig(BaseModel):
 
 
 @dataclass(frozen=True)
+class RecordedCompaction:
+    """A compaction Claude Code really made just before the API call a view is built for.
+
+    ``boundary``/``summary`` are the recorded ``compact_boundary`` and ``isCompactSummary`` records;
+    ``position`` where the boundary stood in the replayed (stripped) record list; ``tail`` how many of
+    the view's last records were written after the boundary (they were sent after the compaction, so a
+    reproduction keeps them); ``post_tokens`` the prompt size of the first recorded API call after it
+    (the post-compact usage), None when the session ends first.
+    """
+
+    boundary: Record
+    summary: Record | None
+    position: int
+    tail: int
+    post_tokens: int | None
+
+    @property
+    def trigger(self) -> str | None:
+        value = self.boundary.compact_metadata.get("trigger")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
 class ContextView:
     """What the agent would send before one API call, as the engine sees it.
 
     ``records`` is the current (possibly already compacted) context; ``tokens`` the engine's estimate of
     its size (``claude-context`` semantics, see `workbench.replay`); ``padded``/``rough`` per-record
     counts aligned with ``records`` (computed on first access: most calls never need them).
+    ``usage_tokens`` is ``tokenCountFromLastAPIResponse`` of the same context (the last response's usage
+    total; 0 before any response, None for formats without usage); ``version`` the Claude Code version
+    that made the call (None when not recorded); ``window`` the context window the recording proves
+    (1M when a recorded request exceeded 200k), None otherwise; ``recorded`` the compaction Claude Code
+    made right before this call, if any (``summarizer=recorded`` reproduces it).
     """
 
     records: tuple[Record, ...]
@@ -50,6 +79,10 @@ class ContextView:
     timestamp: str | None = None
     model: str | None = None
     is_subagent: bool = False
+    usage_tokens: int | None = None
+    version: str | None = None
+    window: int | None = None
+    recorded: RecordedCompaction | None = None
 
 
 @dataclass(frozen=True)
@@ -100,11 +133,21 @@ class Strategy:
     def new_state(self) -> Any:
         return None
 
+    def new_agent_state(self, parent: Any) -> Any:
+        """State for a sub-agent running in the same process as the agent whose state is ``parent``
+        (`workbench.replay.replay_process`). Default: independent state, as if in its own process."""
+        return self.new_state()
+
     def observe(self, view: ContextView, state: Any) -> None:
         """Called after each recorded response has been appended (post-sampling hook position)."""
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         raise NotImplementedError
+
+    def compact_manual(self, view: ContextView, state: Any) -> Compaction | None:
+        """The user ran ``/compact`` before this call (a recorded manual compaction). Strategies that model
+        Claude Code's command compact here whatever the size; the default ignores it."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config!r})"

@@ -1,13 +1,24 @@
-"""The whole Claude Code v2.1.88 pipeline, in the query loop's order (docs §4.4):
+"""The whole Claude Code pipeline, in the query loop's order (docs §4.4), for the version that ran:
 
-1. tool-result size budget (docs §3.7);
+1. tool-result size budget (docs §3.7; from v2.1.2, 100K chars until v2.1.50, then 50K);
 2. time-based microcompact (docs §3.3; disabled by default, as ``tengu_slate_heron`` ships);
 3. auto-compact at the threshold: session-memory compaction first, full compaction when it returns
-   nothing (docs §4.4). ``session_memory=False`` reproduces the reference's default gates
-   (``tengu_session_memory``/``tengu_sm_compact`` both default false), i.e. full compaction only.
-   The SM step is v2.1.88's (``sm.thinking_aware=False``, as ``sm-compact-reference``): on the open corpus
-   its cut opens the kept tool loop without thinking on all three auto-compactions (see sm_compact.py);
-   ``--set sm.thinking_aware=true`` adds our fix.
+   nothing (docs §4.4), with the circuit breaker (3 consecutive failures within one user turn, from
+   v2.1.76). ``session_memory=False`` reproduces the reference's default gates (``tengu_session_memory``/
+   ``tengu_sm_compact`` both default false), i.e. full compaction only. The SM step is v2.1.88's
+   (``sm.thinking_aware=False``, as ``sm-compact-reference``): on the open corpus its cut opens the kept
+   tool loop without thinking on all three auto-compactions (see sm_compact.py); ``--set
+   sm.thinking_aware=true`` adds our fix.
+
+``version="recorded"`` (the default) takes the trigger constants, the measure the trigger compares
+(v2.0.x: the last response's usage; v2.1.x: ``tokenCountWithEstimation``), the tool-result budget and
+the circuit breaker from the row of `workbench.strategies.versions` for the version that made each API
+call; ``--set version=2.1.88`` pins the reference. Explicitly set config values always win.
+
+A recorded ``/compact`` (manual boundary) is replayed as the user's command: SM-compact first without the
+size check, then full compaction (docs §5.1 step 13). Module state is per process
+(`workbench.strategies.process`): a sub-agent replayed with its main session (`workbench.replay.
+replay_process`) shares the session memory and the post-compact cleanup follows ``runPostCompactCleanup``.
 
 At most one compaction event is reported per step: the budget and microcompact rewrite outputs in
 place, and the auto-compact check then sees the reduced size.
@@ -17,32 +28,55 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from pydantic import Field, field_validator
+
 from ..tokens.estimators import get_estimator
 from .base import Compaction, ContextView, Strategy, StrategyConfig
-from .full_compact import full_compaction
+from .full_compact import full_compaction, validate_version, version_row
 from .microcompact import TimeBasedConfig, ToolResultBudgetConfig, apply_tool_result_budget, time_based_microcompact
+from .process import ProcessState, post_compact_cleanup
 from .registry import register
-from .sm_compact import SMCompactReferenceConfig, SMState, new_sm_state, observe_sm, sm_compaction
+from .sm_compact import SMCompactReferenceConfig, new_sm_state, observe_sm, sm_compaction
+from .triggers import AutoCompactTrigger, for_version
+from .versions import ClaudeCodeVersion
 
 __all__ = ["ClaudeCode", "ClaudeCodeConfig", "ClaudeCodeState"]
 
 
 @dataclass
 class ClaudeCodeState:
-    """SM-compact's module state plus how many leading context records the size budget has checked
-    (only this strategy changes the context, so the checked prefix stays checked)."""
+    """One agent's state: the process it runs in (shared with its sub-agents), how many leading context
+    records the size budget has checked (only this strategy changes the context, so the checked prefix
+    stays checked), and the circuit breaker's failure count for the current user turn."""
 
-    sm: SMState
+    process: ProcessState
     budget_checked: int = 0
+    failures: int = 0
+    turn: str | None = None
+
+    @property
+    def sm(self):  # type: ignore[no-untyped-def]
+        return self.process.sm
 
 
 class ClaudeCodeConfig(StrategyConfig):
+    version: str = Field("recorded", description="Claude Code version whose constants apply: recorded or e.g. 2.1.88")
     session_memory: bool = True
     #: v2.1.88 as shipped (thinking_aware False); a class, not an instance default, so that a partial
     #: override such as ``{"sm": {"min_tokens": 20000}}`` keeps it
     sm: SMCompactReferenceConfig = SMCompactReferenceConfig()
     microcompact: TimeBasedConfig = TimeBasedConfig()
     tool_result_budget: ToolResultBudgetConfig = ToolResultBudgetConfig()
+    subagent_resets_last_summarized: bool = Field(
+        True,
+        description="a sub-agent's compaction clears the process-wide lastSummarizedMessageId (v2.1.88 as "
+        "shipped); False keeps the main thread's session-memory state (the seed article's intent)",
+    )
+
+    @field_validator("version")
+    @classmethod
+    def _check_version(cls, value: str) -> str:
+        return validate_version(value)
 
 
 def _resized(view: ContextView, compaction: Compaction) -> ContextView:
@@ -53,19 +87,38 @@ def _resized(view: ContextView, compaction: Compaction) -> ContextView:
     delta = sum(rough.count_many(compaction.added)) - sum(
         c for r, c in zip(view.records, view.rough, strict=True) if id(r) not in kept
     )
+    usage = None if view.usage_tokens is None else max(0, view.usage_tokens + delta)
     return replace(
         view,
         records=compaction.records,
         tokens=view.tokens + delta,
+        usage_tokens=usage,
         rough=tuple(rough.count_many(compaction.records)),
         padded=tuple(padded.count_many(compaction.records)),
     )
 
 
+def _turn(view: ContextView) -> str | None:
+    """The uuid of the user prompt that started the current ``query()`` call (the breaker's scope)."""
+    for record in reversed(view.records):
+        if (
+            record.kind == "user"
+            and not record.is_meta
+            and not record.is_compact_summary
+            and record.has_text_blocks
+            and not record.tool_results()
+        ):
+            return record.uuid
+    return None
+
+
 @register
 class ClaudeCode(Strategy):
     name = "claude-code"
-    description = "Claude Code v2.1.88: tool-result budget, microcompact, then auto-compact (SM first, then full)."
+    description = (
+        "Claude Code as the recorded version ran it: tool-result budget, microcompact, then auto-compact "
+        "(SM first, then full); version=2.1.88 pins the reference."
+    )
     Config = ClaudeCodeConfig
     config: ClaudeCodeConfig
     compaction_only = frozenset(
@@ -73,28 +126,85 @@ class ClaudeCode(Strategy):
     )
 
     def new_state(self) -> ClaudeCodeState:
-        return ClaudeCodeState(new_sm_state(self.config.sm))
+        return ClaudeCodeState(ProcessState(new_sm_state(self.config.sm)))
+
+    def new_agent_state(self, parent: ClaudeCodeState) -> ClaudeCodeState:
+        """A sub-agent of ``parent``'s process: same module state, its own budget and breaker."""
+        return ClaudeCodeState(parent.process)
 
     def observe(self, view: ContextView, state: ClaudeCodeState) -> None:
         if self.config.session_memory:
             observe_sm(view, state.sm)
 
-    def compact(self, view: ContextView, state: ClaudeCodeState) -> Compaction | None:
+    def row(self, view: ContextView) -> ClaudeCodeVersion:
+        return version_row(self.config.version, view)
+
+    def trigger_for(self, view: ContextView) -> AutoCompactTrigger:
+        return for_version(self.config.sm.trigger, self.row(view), view.model, window=view.window)
+
+    def _budget(self, row: ClaudeCodeVersion) -> ToolResultBudgetConfig:
+        budget = self.config.tool_result_budget
+        explicit = budget.model_fields_set
+        update = {
+            key: value
+            for key, value in (("enabled", row.tool_result_budget), ("max_result_chars", row.max_result_chars))
+            if key not in explicit
+        }
+        return budget.model_copy(update=update) if update else budget
+
+    def _rewrite(self, view: ContextView, state: ClaudeCodeState, row: ClaudeCodeVersion):  # type: ignore[no-untyped-def]
         first: Compaction | None = None
-        budget = apply_tool_result_budget(view, self.config.tool_result_budget, start=state.budget_checked)
+        budget = apply_tool_result_budget(view, self._budget(row), start=state.budget_checked)
         if budget is not None:
             view, first = _resized(view, budget), budget
         micro = time_based_microcompact(view, self.config.microcompact)
         if micro is not None:
             view, first = _resized(view, micro), first or micro
         state.budget_checked = len(view.records)
-        if not self.config.sm.trigger.is_above_threshold(view.tokens):
+        return view, first
+
+    def _auto(
+        self, view: ContextView, state: ClaudeCodeState, trigger: AutoCompactTrigger, kind: str
+    ) -> Compaction | None:
+        reset = not view.is_subagent or self.config.subagent_resets_last_summarized
+        try:
+            if self.config.session_memory:
+                threshold = trigger.threshold if kind == "auto" else None
+                result = sm_compaction(
+                    view, state.sm, self.config.sm, adjust=True, threshold=threshold, trigger=kind, reset=reset
+                )
+            else:
+                result = full_compaction(view, self.config.sm.full_compact, trigger=kind)
+                if reset:
+                    state.sm.trigger.after_compaction()
+        except Exception:  # compactConversation failed: count it for the circuit breaker (docs §4.4)
+            state.failures += 1
+            return None
+        state.failures = 0
+        post_compact_cleanup(state.process, main_thread=not view.is_subagent)
+        return result
+
+    def compact(self, view: ContextView, state: ClaudeCodeState) -> Compaction | None:
+        row = self.row(view)
+        view, first = self._rewrite(view, state, row)
+        trigger = self.trigger_for(view)
+        turn = _turn(view)
+        if turn != state.turn:  # a new query() call: the breaker is re-armed (docs §4.4)
+            state.turn, state.failures = turn, 0
+        breaker = trigger.max_consecutive_failures
+        if not trigger.fires(view) or (breaker is not None and state.failures >= breaker):
             return first if first is None else replace(first, records=view.records)
-        if self.config.session_memory:
-            result = sm_compaction(view, state.sm, self.config.sm, adjust=True)
-        else:
-            result = full_compaction(view, self.config.sm.full_compact, trigger="auto")
+        result = self._auto(view, state, trigger, "auto")
+        if result is None:
+            return first if first is None else replace(first, records=view.records)
         state.budget_checked = len(result.records)
         if first is None:
             return result
         return replace(result, dropped=tuple(dict.fromkeys((*first.dropped, *result.dropped))))
+
+    def compact_manual(self, view: ContextView, state: ClaudeCodeState) -> Compaction | None:
+        """A recorded ``/compact``: SM first without the size check, then full (docs §5.1 step 13)."""
+        result = self._auto(view, state, self.trigger_for(view), "manual")
+        if result is not None:
+            state.budget_checked = len(result.records)
+        return result

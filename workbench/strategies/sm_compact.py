@@ -12,9 +12,14 @@ without tool calls. When the auto-compact threshold is crossed:
    floor = last boundary + 1) then ``adjustIndexToPreserveAPIInvariants``, or the raw window without the
    adjustment (``sm-compact-naive``, unsafe: the article's ~2.79% failure mode);
    ``thinking_aware`` (default True in ``sm-compact``) adds `workbench.api.invariants.adjust_for_thinking`;
-4. post-compact size (``estimateMessageTokens`` of the new context: the string-content summary counts 0,
-   docs §2.6 step 8) ≥ threshold → fall back to full compaction;
-5. ``lastSummarizedMessageId`` is reset; memory and ``tokensAtLastExtraction`` are kept (docs §1.2).
+4. post-compact size (``estimateMessageTokens`` of the new context as one list, rounded up once: the
+   string-content summary counts 0, docs §2.6 step 8) ≥ threshold → fall back to full compaction;
+5. any exception in steps 2-4 → fall back to full compaction (docs §2.6 step 9);
+6. ``lastSummarizedMessageId`` is reset after the compaction, also when it fell back to full compaction
+   (``autoCompactIfNeeded`` resets it after either, docs §2.6 step 11); memory and
+   ``tokensAtLastExtraction`` are kept (docs §1.2). The boundary's ``preTokens`` is
+   ``tokenCountFromLastAPIResponse`` (the last response's usage total, docs §2.6 step 7), not the
+   estimate the trigger used.
 
 Three registered variants, because the reference adjustment is not enough on the open corpus:
 
@@ -38,6 +43,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from ..tokens.estimators import estimate_message_tokens
 from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import FullCompactConfig, full_compaction
@@ -150,16 +156,42 @@ def _unseen(records: list[Record], last: Record | None) -> list[Record]:
     return records
 
 
-def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *, adjust: bool) -> Compaction:
-    """``trySessionMemoryCompaction`` with its fallbacks to full compaction (docs §2.6, §10)."""
+def sm_compaction(
+    view: ContextView,
+    state: SMState,
+    config: SMCompactConfig,
+    *,
+    adjust: bool,
+    threshold: int | None = None,
+    trigger: str = "auto",
+    reset: bool = True,
+) -> Compaction:
+    """``trySessionMemoryCompaction`` with its fallbacks to full compaction (docs §2.6, §10).
+
+    Args:
+        view: the context before the call.
+        state: the session-memory state (shared by a process's agents, `workbench.strategies.process`).
+        config: keep window, trigger and the fallback's full-compaction config.
+        adjust: apply ``adjustIndexToPreserveAPIInvariants`` (False: the naive window).
+        threshold: the auto-compact threshold for the post-compact size check (default the config's;
+            a manual ``/compact`` passes none, docs §2.6 step 8).
+        trigger: ``auto`` or ``manual`` (the full-compaction fallback's boundary; SM's own is always auto).
+        reset: reset ``lastSummarizedMessageId`` afterwards (docs §2.6 step 11).
+    """
     from ..strategies.keep_window import keep_window
     from ..summarize.prompt import sm_compact_summary_message
 
     _, template, _ = _memory_api()
     records = list(view.records)
+    limit = config.trigger.threshold if threshold is None and trigger == "auto" else threshold
+
+    def done(result: Compaction) -> Compaction:
+        if reset:
+            state.trigger.after_compaction()
+        return result
 
     def fallback(reason: str) -> Compaction:
-        return full_compaction(view, config.full_compact, trigger="auto", fallbacks=(reason,))
+        return done(full_compaction(view, config.full_compact, trigger=trigger, fallbacks=(reason,)))
 
     if state.memory is None:
         return fallback("no session memory")
@@ -173,40 +205,50 @@ def sm_compaction(view: ContextView, state: SMState, config: SMCompactConfig, *,
         last_index = next((i for i, r in enumerate(records) if r.uuid == last_id), -2)
         if last_index == -2:
             return fallback("lastSummarizedMessageId not found")
-    window = keep_window(
-        records,
-        last_index,
-        min_tokens=config.min_tokens,
-        min_text_block_messages=config.min_text_block_messages,
-        max_tokens=config.max_tokens,
-        counts=view.padded,
-    )
-    start = window.start if adjust else window.naive_start
-    if adjust and config.thinking_aware:
-        from ..api.invariants import adjust_for_thinking
+    try:
+        window = keep_window(
+            records,
+            last_index,
+            min_tokens=config.min_tokens,
+            min_text_block_messages=config.min_text_block_messages,
+            max_tokens=config.max_tokens,
+            counts=view.padded,
+        )
+        start = window.start if adjust else window.naive_start
+        if adjust and config.thinking_aware:
+            from ..api.invariants import adjust_for_thinking
 
-        thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
-        start = adjust_for_thinking(records, window.naive_start, thinking=thinking)
-    kept = [r for r in records[start:] if not r.is_compact_boundary]
-    text = sm_compact_summary_message(content, transcript_path=None, memory_path=MEMORY_PATH)
-    boundary = compact_boundary("auto", view.tokens, records[-1] if records else None)
-    summary = summary_message(text, boundary)
-    padded = dict(zip((id(r) for r in records), view.padded, strict=True))
-    post_tokens = sum(padded.get(id(r), 0) for r in kept)  # boundary and string summary count 0
-    if post_tokens >= config.trigger.threshold:
+            thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
+            start = adjust_for_thinking(records, window.naive_start, thinking=thinking)
+        kept = [r for r in records[start:] if not r.is_compact_boundary]
+        text = sm_compact_summary_message(content, transcript_path=None, memory_path=MEMORY_PATH)
+        # preCompactTokenCount = tokenCountFromLastAPIResponse (usage only), ?? 0 (docs §2.6 step 7)
+        pre_tokens = view.usage_tokens if view.usage_tokens is not None else view.tokens
+        boundary = compact_boundary("auto", pre_tokens, records[-1] if records else None)
+        summary = summary_message(text, boundary)
+        # estimateMessageTokens([boundary, summary, ...kept]) as one list: boundary and string summary count 0
+        post_tokens = estimate_message_tokens(kept)
+    except Exception as error:  # docs §2.6 step 9: any error → null → full compaction
+        return fallback(f"session-memory compaction error: {type(error).__name__}: {error}")
+    if limit is not None and post_tokens >= limit:
         return fallback("post-compact estimate above the auto-compact threshold")
-    state.trigger.after_compaction()
     dropped = tuple(r.uuid for r in records[:start])
-    return Compaction(
-        kind="sm-compact" if adjust else "sm-compact-naive",
-        trigger="auto",
-        records=(boundary, summary, *kept),
-        dropped=dropped,
-        added=(boundary, summary),
-        start=start,
-        naive_start=window.naive_start,
-        summary=text,
-        details={"post_compact_tokens": post_tokens, "last_summarized_index": last_index},
+    return done(
+        Compaction(
+            kind="sm-compact" if adjust else "sm-compact-naive",
+            trigger=trigger,
+            records=(boundary, summary, *kept),
+            dropped=dropped,
+            added=(boundary, summary),
+            start=start,
+            naive_start=window.naive_start,
+            summary=text,
+            details={
+                "post_compact_tokens": post_tokens,
+                "last_summarized_index": last_index,
+                "summary_source": "session-memory",
+            },
+        )
     )
 
 
@@ -234,6 +276,10 @@ class SMCompact(Strategy):
         if not self.config.trigger.is_above_threshold(view.tokens):
             return None
         return sm_compaction(view, state, self.config, adjust=self.adjust)
+
+    def compact_manual(self, view: ContextView, state: SMState) -> Compaction | None:
+        """``/compact`` without instructions: SM-compact first, no size check (docs §5.1 step 13)."""
+        return sm_compaction(view, state, self.config, adjust=self.adjust, trigger="manual")
 
 
 class SMCompactReferenceConfig(SMCompactConfig):

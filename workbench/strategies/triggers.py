@@ -6,21 +6,30 @@ Reproduced constants (docs §4.2): ``MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000`` re
 ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` semantics (can only lower the threshold: issue #31806), and the
 circuit breaker ``MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3`` (docs §4.4). A 200k model with 32k default
 output compacts at 167,000 tokens and blocks at 177,000.
+
+Other versions (`workbench.strategies.versions`): `for_version` fills every field the config did not set
+explicitly from the version's row and the model (e.g. v2.0.x reserved the whole max output, measured the
+last response's usage and blocked at window − 3,000); explicitly set fields always win.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from .base import StrategyConfig
+from .base import ContextView, StrategyConfig
+
+if TYPE_CHECKING:
+    from .versions import ClaudeCodeVersion
 
 __all__ = [
     "AUTOCOMPACT_BUFFER_TOKENS",
     "MAX_OUTPUT_TOKENS_FOR_SUMMARY",
     "AutoCompactTrigger",
     "context_window_for_model",
+    "for_version",
 ]
 
 MODEL_CONTEXT_WINDOW_DEFAULT = 200_000
@@ -53,7 +62,14 @@ class AutoCompactTrigger(StrategyConfig):
     warning_buffer_tokens: int = Field(WARNING_THRESHOLD_BUFFER_TOKENS, ge=0)
     manual_buffer_tokens: int = Field(MANUAL_COMPACT_BUFFER_TOKENS, ge=0)
     blocking_limit_override: int | None = Field(None, gt=0)
-    max_consecutive_failures: int = Field(MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES, ge=1)
+    blocking_base: Literal["effective", "window"] = Field("effective", description="blocking limit = base − 3,000")
+    max_consecutive_failures: int | None = Field(
+        MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES, ge=1, description="circuit breaker (None: none, before v2.1.76)"
+    )
+    measure: Literal["estimate", "usage"] = Field(
+        "estimate",
+        description="estimate: tokenCountWithEstimation (v2.1.x); usage: the last response's usage total (v2.0.x)",
+    )
 
     @model_validator(mode="after")
     def _positive_effective(self) -> AutoCompactTrigger:
@@ -82,7 +98,18 @@ class AutoCompactTrigger(StrategyConfig):
     def blocking_limit(self) -> int:
         if self.blocking_limit_override is not None:
             return self.blocking_limit_override
-        return self.effective_window - self.manual_buffer_tokens
+        base = self.context_window if self.blocking_base == "window" else self.effective_window
+        return base - self.manual_buffer_tokens
+
+    def size(self, view: ContextView) -> int:
+        """What this trigger compares with the threshold: the estimate, or the last response's usage total
+        (0 before any response of the current context, as ``tokenCountFromLastAPIResponse`` gives)."""
+        if self.measure == "usage":
+            return view.usage_tokens if view.usage_tokens is not None else view.tokens
+        return view.tokens
+
+    def fires(self, view: ContextView) -> bool:
+        return self.is_above_threshold(self.size(view))
 
     def is_above_threshold(self, tokens: int) -> bool:
         return tokens >= self.threshold
@@ -97,3 +124,43 @@ class AutoCompactTrigger(StrategyConfig):
         """``calculateTokenWarningState.percentLeft``: ``max(0, round((t − u)/t × 100))``."""
         threshold = self.threshold
         return max(0, math.floor((threshold - tokens) / threshold * 100 + 0.5))
+
+
+def _resolved(
+    trigger: AutoCompactTrigger, row: ClaudeCodeVersion, model: str | None, window: int | None
+) -> AutoCompactTrigger:
+    explicit = trigger.model_fields_set
+    values = {
+        "context_window": window or context_window_for_model(model),
+        "max_output_tokens": row.max_output_for(model),
+        "summary_output_reserve": row.output_reserve(model),
+        "buffer_tokens": row.autocompact_buffer,
+        "warning_buffer_tokens": row.warning_buffer,
+        "manual_buffer_tokens": row.blocking_buffer,
+        "blocking_base": row.blocking_base,
+        "max_consecutive_failures": row.circuit_breaker,
+        "measure": row.measure,
+    }
+    update = {key: value for key, value in values.items() if key not in explicit}
+    return trigger.model_copy(update=update) if update else trigger
+
+
+def for_version(
+    trigger: AutoCompactTrigger, row: ClaudeCodeVersion, model: str | None, *, window: int | None = None
+) -> AutoCompactTrigger:
+    """``trigger`` with every field it does not set explicitly taken from ``row`` and ``model``.
+
+    ``window``: the context window the recording proves (1M when a recorded request exceeded 200k),
+    else the model's (docs §4.1). Memoised: the replay asks once per API call.
+    """
+    key = (trigger, id(row), model, window)
+    hit = _RESOLVED.get(key)
+    if hit is None or hit[0] is not row:
+        if len(_RESOLVED) > 4096:
+            _RESOLVED.clear()
+        hit = _RESOLVED[key] = (row, _resolved(trigger, row, model, window))
+    return hit[1]
+
+
+#: (trigger, id(row), model, window) → (row, resolved trigger); the row is kept to keep its id valid.
+_RESOLVED: dict[tuple[object, ...], tuple[ClaudeCodeVersion, AutoCompactTrigger]] = {}

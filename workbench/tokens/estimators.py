@@ -28,6 +28,7 @@ __all__ = [
     "ClaudeRough",
     "Estimator",
     "TiktokenEstimator",
+    "estimate_message_tokens",
     "estimator_names",
     "get_estimator",
     "register_estimator",
@@ -72,6 +73,15 @@ class ClaudePadded(_Base):
 
     def count(self, record: Record) -> int:
         return math.ceil(record_tokens(record, rough_tokens, string_content_counts=False) * 4 / 3)
+
+
+def estimate_message_tokens(records: Iterable[Record]) -> int:
+    """``estimateMessageTokens(messages)`` over a whole list (docs §3.4): the raw sum of every array-content
+    user/assistant message, ×4/3 and rounded up **once** (not the sum of per-message ``claude-padded``
+    counts, which rounds each message up; SM-compact's post-compact size check uses the list form,
+    docs §2.6 step 8)."""
+    raw = sum(record_tokens(record, rough_tokens, string_content_counts=False) for record in records)
+    return math.ceil(raw * 4 / 3)
 
 
 class TiktokenEstimator(_Base):

@@ -1,0 +1,363 @@
+"""Claude Code's compaction constants by client version: one table, as data, with a source per value.
+
+Every recorded Claude Code line carries ``version``; the ``claude-code`` and ``full-compact`` strategies
+select the row of the version that made each API call (``version="recorded"``, the default) or pin one
+(``--set version=2.1.88``). A row holds only what is known to have changed between versions; a constant
+that no source pins down for a range keeps v2.1.88's value and says so in its evidence.
+
+How the rows were derived (README "Claude Code versions"):
+
+* **Public changelog** (anthropics/claude-code ``CHANGELOG.md``): 2.1.2 persists large tool outputs
+  instead of truncating them; 2.1.7 computes the blocking limit from the effective window instead of the
+  full window; 2.1.14 fixes a blocking limit at "~65%" back to "the intended ~98%"; 2.1.21 "Fixed
+  auto-compact triggering too early on models with large output token limits" (the output reserve gets
+  the 20k cap, ``MAX_OUTPUT_TOKENS_FOR_SUMMARY``); 2.1.51 lowers the persisted-output size from 100K to
+  50K characters; 2.1.76 adds the circuit breaker (3 consecutive failures).
+* **Public issues**: ``/context`` showed an "Autocompact buffer: 45.0k tokens (22.5%)" on v2.0.x
+  (#10266, #11781 on v2.0.42, #12333 on v2.0.53) = 32k output reserve + 13k buffer, and "77.0k tokens
+  (38.5%)" with ``claude-opus-4-5-20251101`` (#17660, 2026-01-12, before 2.1.21) = 64k + 13k; v2.1.x
+  shows 33k (16.5%, #23409) = 20k + 13k.
+* **The reference doc** (v2.1.88 source, docs §3.3, §3.7, §4.2, §4.4).
+* **The recordings** (labelled *inferred*): for each recorded auto-compaction the threshold must lie in
+  (size measured at the check before the previous call, size at the compaction]. On the five v2.0.57
+  auto-compactions of ``claude-code-more/smartagent-pai`` (b566e56e ×4, 24a90d02) ``preTokens`` equals
+  the last response's usage total (input + cache + output) in 4 of 5 and exceeds it by 186 tokens where
+  the final usage of that response was never persisted (its recorded ``output_tokens`` is 1): v2.0.x
+  measured ``tokenCountFromLastAPIResponse``, not v2.1.88's ``tokenCountWithEstimation``. With that
+  measure the five intervals intersect in (122,647, 124,249]; 200,000 − 64,000 − 13,000 = 123,000 is the
+  only value of the changelog's rule inside it. With the estimate measure they intersect in
+  (125,810, 126,336], which no published rule gives. Sonnet 4.5 on v2.0.5 (obra long-conversation)
+  reached 140,276 tokens without compacting, so its reserve was 32k, not its API maximum of 64k.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "REFERENCE_VERSION",
+    "VERSIONS",
+    "ClaudeCodeVersion",
+    "Evidence",
+    "parse_version",
+    "version_constants",
+    "version_table",
+]
+
+#: The version the reference doc describes and the default when a session records none.
+REFERENCE_VERSION = "2.1.88"
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"2.0.57"`` → ``(2, 0, 57)``; a pre-release or build suffix is ignored. ValueError when unparseable."""
+    head = text.strip().split("-")[0].split("+")[0]
+    try:
+        parts = tuple(int(p) for p in head.split("."))
+    except ValueError:
+        raise ValueError(f"not a Claude Code version: {text!r} (expected e.g. 2.1.88)") from None
+    if not parts:
+        raise ValueError(f"not a Claude Code version: {text!r} (expected e.g. 2.1.88)")
+    return parts
+
+
+class Evidence(BaseModel):
+    """Where one constant of a row comes from. ``inferred``: only from recordings (named in ``sessions``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    constant: str
+    source: str
+    inferred: bool = False
+    sessions: tuple[str, ...] = ()
+
+
+class ClaudeCodeVersion(BaseModel):
+    """The constants of one version range ``[since, next row's since)``.
+
+    ``output_reserve_cap``: ``min(model max output, cap)`` is reserved from the window (docs §4.2);
+    None = the model's whole default max output (before 2.1.21). ``measure``: what the auto-compact
+    check compares with the threshold: ``estimate`` = ``tokenCountWithEstimation`` (docs §6),
+    ``usage`` = ``tokenCountFromLastAPIResponse`` (the last response's usage total). ``blocking_base``:
+    the blocking limit is ``base − blocking_buffer`` with base the effective or the whole window.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    since: str
+    label: str
+    output_reserve_cap: int | None = Field(20_000, gt=0)
+    #: Claude Code's default ``max_tokens`` per model family (prefix match, longest first); others get
+    #: ``default_max_output``.
+    max_output_tokens: dict[str, int] = Field(default_factory=dict)
+    default_max_output: int = Field(32_000, gt=0)
+    autocompact_buffer: int = Field(13_000, ge=0)
+    warning_buffer: int = Field(20_000, ge=0)
+    blocking_base: Literal["effective", "window"] = "effective"
+    blocking_buffer: int = Field(3_000, ge=0)
+    measure: Literal["estimate", "usage"] = "estimate"
+    tool_result_budget: bool = True
+    max_result_chars: int = Field(50_000, gt=0)
+    max_message_chars: int = Field(200_000, gt=0)
+    time_based_microcompact: bool = True
+    sm_gates_default: bool = False
+    circuit_breaker: int | None = Field(3, ge=1)
+    evidence: tuple[Evidence, ...] = ()
+
+    def max_output_for(self, model: str | None) -> int:
+        """The model's default max output tokens in this version (``getMaxOutputTokensForModel``)."""
+        if model:
+            name = model.removesuffix("[1m]")
+            for prefix in sorted(self.max_output_tokens, key=len, reverse=True):
+                if name.startswith(prefix):
+                    return self.max_output_tokens[prefix]
+        return self.default_max_output
+
+    def output_reserve(self, model: str | None) -> int:
+        out = self.max_output_for(model)
+        return out if self.output_reserve_cap is None else min(out, self.output_reserve_cap)
+
+
+_CHANGELOG = "anthropics/claude-code CHANGELOG.md"
+_B566 = ("smartagent-pai/b566e56e", "smartagent-pai/24a90d02")
+
+_V20 = ClaudeCodeVersion(
+    since="0.0.0",
+    label="1.0.x–2.0.x",
+    output_reserve_cap=None,
+    max_output_tokens={"claude-opus-4-5": 64_000},
+    measure="usage",
+    blocking_base="window",
+    tool_result_budget=False,
+    time_based_microcompact=False,
+    circuit_breaker=None,
+    evidence=(
+        Evidence(
+            constant="output_reserve_cap",
+            source=f"{_CHANGELOG} 2.1.21: 'Fixed auto-compact triggering too early on models with large output "
+            "token limits' (before it the whole max output was reserved); #10266/#11781/#12333: 45.0k (22.5%) "
+            "buffer on v2.0.x = 32k + 13k",
+        ),
+        Evidence(
+            constant="max_output_tokens[claude-opus-4-5]",
+            source="#17660 (claude-opus-4-5-20251101): 'Autocompact buffer: 77.0k tokens (38.5%)' = 64k + 13k; "
+            "the recorded v2.0.57 compactions put the threshold in (122,647, 124,249], i.e. 123,000",
+            inferred=True,
+            sessions=_B566,
+        ),
+        Evidence(
+            constant="default_max_output",
+            source="45.0k (22.5%) buffer reports (#10266, #11781 v2.0.42, #12333 v2.0.53); obra long-conversation "
+            "(v2.0.5, claude-sonnet-4-5) reached 140,276 tokens without compacting (a 64k reserve would compact at "
+            "123,000)",
+            inferred=True,
+            sessions=("obra-episodic-memory/long-conversation",),
+        ),
+        Evidence(
+            constant="measure",
+            source="preTokens = last response's usage total on 4 of 5 v2.0.57 auto-compactions (+186 where the "
+            "final usage was not persisted); the estimate measure would have fired one call earlier on b566e56e's "
+            "first compaction (125,810 ≥ 123,000). The switch to the estimate is placed at 2.1.0 (observed: "
+            "usage on 2.0.57/2.0.58, estimate on 2.1.38/2.1.39; no changelog entry found)",
+            inferred=True,
+            sessions=_B566,
+        ),
+        Evidence(
+            constant="blocking_base",
+            source=f"{_CHANGELOG} 2.1.7: 'Fixed context window blocking limit being calculated using the full "
+            "context window instead of the effective context window'",
+        ),
+        Evidence(
+            constant="tool_result_budget",
+            source=f"{_CHANGELOG} 2.1.2: 'Changed large tool outputs to be persisted to disk instead of truncated'",
+        ),
+        Evidence(
+            constant="time_based_microcompact",
+            source="not in any changelog; known only from the v2.1.88 source (docs §3.3), where it ships disabled; "
+            "treated as absent before 2.1.88",
+        ),
+        Evidence(
+            constant="circuit_breaker", source=f"{_CHANGELOG} 2.1.76: 'a circuit breaker now stops after 3 attempts'"
+        ),
+        Evidence(
+            constant="autocompact_buffer, warning_buffer, blocking_buffer, sm_gates_default",
+            source="13k buffer: 45k − 32k and 77k − 64k above; the others keep v2.1.88's values (no public change "
+            "found); v1.0.x assumed equal to v2.0.x (no v1.0.x auto-compaction in the corpus)",
+        ),
+    ),
+)
+
+_V21_EARLY = _V20.model_copy(
+    update={
+        "since": "2.1.0",
+        "label": "2.1.0–2.1.1",
+        "measure": "estimate",
+        "evidence": (
+            Evidence(
+                constant="measure",
+                source="tokenCountWithEstimation: the v2.1.39 preTokens equal the last usage + chars/4 of what "
+                "followed (README calibration table); switch placed at 2.1.0 (assumed)",
+                inferred=True,
+                sessions=("marot-spotter/258c7280", "marot-spotter/4d5611e5", "marot-spotter/8463c716"),
+            ),
+        ),
+    }
+)
+
+_V21_PERSIST = _V21_EARLY.model_copy(
+    update={
+        "since": "2.1.2",
+        "label": "2.1.2–2.1.6",
+        "tool_result_budget": True,
+        "max_result_chars": 100_000,
+        "evidence": (
+            Evidence(
+                constant="tool_result_budget, max_result_chars",
+                source=f"{_CHANGELOG} 2.1.2 (persisted instead of truncated) and 2.1.51 ('previously 100K'); the "
+                "200k per-message budget is v2.1.88's (assumed for earlier versions)",
+            ),
+        ),
+    }
+)
+
+_V21_BLOCK_EFFECTIVE = _V21_PERSIST.model_copy(
+    update={
+        "since": "2.1.7",
+        "label": "2.1.7–2.1.13",
+        "blocking_base": "effective",
+        "evidence": (
+            Evidence(
+                constant="blocking_base",
+                source=f"{_CHANGELOG} 2.1.7 (effective window); 2.1.14 calls the result a regression at '~65%' "
+                "(200k − 64k − 3k = 133k = 66.5% for a 64k-output model)",
+            ),
+        ),
+    }
+)
+
+_V21_BLOCK_WINDOW = _V21_PERSIST.model_copy(
+    update={
+        "since": "2.1.14",
+        "label": "2.1.14–2.1.20",
+        "evidence": (
+            Evidence(
+                constant="blocking_base",
+                source=f"{_CHANGELOG} 2.1.14: blocking 'at ~65% context usage instead of the intended ~98%' "
+                "(window − 3,000 = 98.5%)",
+            ),
+        ),
+    }
+)
+
+_V21_CAPPED = _V21_BLOCK_WINDOW.model_copy(
+    update={
+        "since": "2.1.21",
+        "label": "2.1.21–2.1.50",
+        "output_reserve_cap": 20_000,
+        "evidence": (
+            Evidence(
+                constant="output_reserve_cap",
+                source=f"{_CHANGELOG} 2.1.21 (reserve capped); docs §4.2 MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20,000; "
+                "#23409: 33k (16.5%) buffer; the three v2.1.39 auto-compactions fire at 167,000",
+            ),
+        ),
+    }
+)
+
+_V21_50K = _V21_CAPPED.model_copy(
+    update={
+        "since": "2.1.51",
+        "label": "2.1.51–2.1.75",
+        "max_result_chars": 50_000,
+        "evidence": (
+            Evidence(
+                constant="max_result_chars",
+                source=f"{_CHANGELOG} 2.1.51: 'Tool results larger than 50K characters are now persisted to disk "
+                "(previously 100K)'",
+            ),
+        ),
+    }
+)
+
+_V21_BREAKER = _V21_50K.model_copy(
+    update={
+        "since": "2.1.76",
+        "label": "2.1.76–2.1.87",
+        "circuit_breaker": 3,
+        "evidence": (
+            Evidence(
+                constant="circuit_breaker",
+                source=f"{_CHANGELOG} 2.1.76: 'Fixed auto-compaction retrying indefinitely after consecutive "
+                "failures — a circuit breaker now stops after 3 attempts'",
+            ),
+        ),
+    }
+)
+
+_V2188 = ClaudeCodeVersion(
+    since="2.1.88",
+    label="2.1.88 (reference)",
+    max_output_tokens={"claude-opus-4-6": 64_000},
+    evidence=(
+        Evidence(
+            constant="all",
+            source="docs §3.3 (time-based microcompact, shipped disabled), §3.7 (50k / 200k budget), §4.2 "
+            "(20k reserve cap, 13k buffer, 20k warning, effective − 3k blocking), §4.4 (circuit breaker 3), "
+            "§2.1 (tengu_session_memory / tengu_sm_compact default false); v2.1.89 adds the thrash-loop stop "
+            "(not modelled)",
+        ),
+    ),
+)
+
+#: The rows, oldest first; each holds from its ``since`` up to the next row's.
+VERSIONS: tuple[ClaudeCodeVersion, ...] = (
+    _V20,
+    _V21_EARLY,
+    _V21_PERSIST,
+    _V21_BLOCK_EFFECTIVE,
+    _V21_BLOCK_WINDOW,
+    _V21_CAPPED,
+    _V21_50K,
+    _V21_BREAKER,
+    _V2188,
+)
+
+
+@lru_cache(maxsize=256)
+def version_constants(version: str | None) -> ClaudeCodeVersion:
+    """The row for ``version`` (the reference row when None). ValueError for an unparseable version."""
+    key = parse_version(version or REFERENCE_VERSION)
+    row = VERSIONS[0]
+    for candidate in VERSIONS:
+        if parse_version(candidate.since) <= key:
+            row = candidate
+    return row
+
+
+def version_table() -> list[dict[str, object]]:
+    """The table as rows for a DataFrame or the README: range, the main constants, and the evidence."""
+    rows = []
+    for index, row in enumerate(VERSIONS):
+        until = VERSIONS[index + 1].since if index + 1 < len(VERSIONS) else None
+        rows.append(
+            {
+                "range": row.label,
+                "since": row.since,
+                "until": until,
+                "output_reserve": "model max output"
+                if row.output_reserve_cap is None
+                else f"min(max output, {row.output_reserve_cap:,})",
+                "threshold_200k_opus_4_5": 200_000 - row.output_reserve("claude-opus-4-5") - row.autocompact_buffer,
+                "threshold_200k_default": 200_000 - row.output_reserve(None) - row.autocompact_buffer,
+                "measure": row.measure,
+                "blocking": f"{row.blocking_base} − {row.blocking_buffer:,}",
+                "tool_result_budget": f"{row.max_result_chars:,} / {row.max_message_chars:,}"
+                if row.tool_result_budget
+                else "off",
+                "circuit_breaker": row.circuit_breaker,
+                "evidence": [e.model_dump() for e in row.evidence],
+            }
+        )
+    return rows
