@@ -48,8 +48,7 @@ def test_unsent_records_are_dropped_and_local_command_becomes_user() -> None:
         Record("progress", uuid="p"),
         system("turn_duration", "3s"),
         system("compact_boundary", "Conversation compacted"),
-        assistant("E", text("API Error"), model="<synthetic>"),
-        assistant("F", text("boom"), is_api_error=True),
+        assistant("E", text("API Error: 529"), model="<synthetic>", is_api_error=True),
         user("virtual", raw={"isVirtual": True}),
         Record("file-history-snapshot"),
         system("local_command", "<local-command-stdout>ok</local-command-stdout>"),
@@ -59,6 +58,24 @@ def test_unsent_records_are_dropped_and_local_command_becomes_user() -> None:
     assert [(m.role, [b.get("text") for b in m.content]) for m in request.messages] == [
         ("user", ["hi\n", "<local-command-stdout>ok</local-command-stdout>"]),
         ("assistant", ["done"]),
+    ]
+
+
+def test_only_a_synthetic_api_error_is_dropped() -> None:
+    """docs §8.1 step 2 drops *synthetic API-error* assistants: ``<synthetic>`` and ``isApiErrorMessage``
+    both. A synthetic interruption notice, or an error flag on a real model's message, is sent (issue #15:
+    the old rule dropped either)."""
+    records = [
+        user("hi"),
+        assistant("S", text("[Request interrupted by user]"), model="<synthetic>"),
+        user("go on"),
+        assistant("F", text("boom"), is_api_error=True),
+        user("again"),
+        assistant("E", text("API Error: 529"), model="<synthetic>", is_api_error=True),
+    ]
+    assert [b.get("text") for m in normalize(records).messages if m.role == "assistant" for b in m.content] == [
+        "[Request interrupted by user]",
+        "boom",
     ]
 
 

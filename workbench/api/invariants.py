@@ -7,7 +7,8 @@ lost. `adjust_to_api_invariants` moves ``start`` earlier, never later, in two st
 1. Tool pairs: every tool_result id in the kept range (all kept user records, not only the first)
    without a kept tool_use pulls ``start`` back to the assistant record holding that tool_use.
 2. Same-``message.id`` siblings: any earlier assistant record sharing a ``message.id`` with a kept
-   assistant record pulls ``start`` back to it; the id set is taken once and not extended by the walk.
+   assistant record pulls ``start`` back to it; the id set is taken once and not extended by the walk;
+   an empty ``message.id`` is no id (the reference tests it for truthiness).
 
 ``start <= 0`` and ``start >= len(records)`` (keep nothing) are returned unchanged.
 
@@ -118,12 +119,12 @@ def explain_adjustment(records: Sequence[Record], start: int) -> Adjustment:
     first_kept: dict[str, int] = {}
     for j in range(pair_start, len(records)):
         record = records[j]
-        if record.kind == "assistant" and record.message_id is not None:
+        if record.kind == "assistant" and record.message_id:  # an empty id is no id (JS truthiness)
             first_kept.setdefault(record.message_id, j)
     pulled: dict[str, int] = {}
     for j in range(pair_start - 1, -1, -1):
         record = records[j]
-        if record.kind == "assistant" and record.message_id in first_kept:
+        if record.kind == "assistant" and record.message_id and record.message_id in first_kept:
             adjusted = j
             pulled[record.message_id] = j
     moves.extend(Move("split_response", mid, j, first_kept[mid]) for mid, j in pulled.items())

@@ -8,8 +8,9 @@ Reproduced, in order (docs/claude-code-compaction.md §8.1):
 
 1. Selection (step 2): only ``user``/``assistant`` records are sent; ``system`` records are dropped except
    ``local_command``, which becomes a user message with the system content as text; ``isVirtual``
-   records and synthetic API-error assistants (``model == "<synthetic>"`` or ``isApiErrorMessage``) are
-   dropped; ``progress``, compact boundaries and metadata lines are not messages.
+   records and synthetic API-error assistants (``model == "<synthetic>"`` **and** ``isApiErrorMessage``:
+   an interruption notice such as ``[Request interrupted by user]`` is synthetic but no API error, and
+   is sent) are dropped; ``progress``, compact boundaries and metadata lines are not messages.
 2. User messages merge into a preceding user message (``mergeUserMessages``): string content becomes a
    text block, a ``\\n`` is appended to the earlier text at a text|text seam, tool_result blocks are
    hoisted first. ``tool_reference`` blocks are stripped (tool search assumed off).
@@ -79,7 +80,8 @@ class Request:
 
 
 def _is_synthetic_error(record: Record) -> bool:
-    return record.kind == "assistant" and (record.model == "<synthetic>" or record.is_api_error)
+    """A synthetic API-error assistant (docs §8.1 step 2): both ``<synthetic>`` and ``isApiErrorMessage``."""
+    return record.kind == "assistant" and record.model == "<synthetic>" and record.is_api_error
 
 
 def is_sent(record: Record) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from ..tokens.js import js_len
+from ..tokens.js import js_len, rough_tokens
+from ..tokens.walk import IMAGE_TOKENS
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .registry import register
@@ -29,6 +30,7 @@ __all__ = [
     "TruncateConfig",
     "apply_tool_result_budget",
     "time_based_microcompact",
+    "tool_result_tokens",
     "truncate_old_outputs",
 ]
 
@@ -91,14 +93,37 @@ def time_based_microcompact(view: ContextView, config: TimeBasedConfig) -> Compa
         return None
     ids = _compactable_ids(records, config.compactable_tools)
     clear = set(ids[: max(0, len(ids) - max(1, config.keep_recent))])
+    saved = 0
 
     def cleared(block: Block) -> str | None:
-        return None if block.content == TOOL_RESULT_CLEARED_MESSAGE else TOOL_RESULT_CLEARED_MESSAGE
+        nonlocal saved
+        if block.content == TOOL_RESULT_CLEARED_MESSAGE:
+            return None
+        saved += tool_result_tokens(block)
+        return TOOL_RESULT_CLEARED_MESSAGE
 
     new, changed = rewrite_tool_results(records, cleared, clear)
-    if not changed:
+    if not changed or saved == 0:  # nothing cleared, or nothing saved: null (docs §3.3)
         return None
-    return in_place("microcompact", "time", records, new, {"cleared": changed, "gap_minutes": gap})
+    details = {"cleared": changed, "gap_minutes": gap, "tokens_saved": saved}
+    return in_place("microcompact", "time", records, new, details)
+
+
+def tool_result_tokens(block: Block) -> int:
+    """``calculateToolResultTokens`` (docs §3.3): string content chars/4; array content the chars/4 of its
+    text parts plus 2000 per image or document."""
+    content = block.content
+    if isinstance(content, str):
+        return rough_tokens(content)
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            total += rough_tokens(part["text"])
+        elif isinstance(part, dict) and part.get("type") in ("image", "document"):
+            total += IMAGE_TOKENS
+    return total
 
 
 def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compaction | None:
