@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export WORKBENCH_CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: setup test check bench clean demo
+.PHONY: setup test check bench clean demo mutation
 
 setup: $(BIN)/workbench
 
@@ -29,6 +29,12 @@ bench: setup
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_invariants.py
+
+# Mutation testing of the reference modules ([tool.mutmut] in pyproject.toml): one worker, niced (the
+# machine is shared); results in mutants/, summary with `.venv/bin/mutmut results`. Not part of `make test`.
+mutation: setup
+	nice -n 19 $(BIN)/mutmut run --max-children 1
+	$(BIN)/python scripts/mutation_score.py
 
 demo: setup
 	$(BIN)/workbench demo --out results/demo

@@ -1,0 +1,138 @@
+"""Tests for behaviour whose mutants survived the suite before issue #15 (each names the mutant it kills)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from helpers import view_of
+from record_builders import call, result, user
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+
+from api_records import assistant, system, text, tool_result, tool_use
+from api_records import user as api_user
+
+from workbench.memory import ExtractionTrigger
+from workbench.memory.template import SessionMemory
+from workbench.strategies.keep_window import keep_window
+from workbench.strategies.microcompact import (
+    TOOL_RESULT_CLEARED_MESSAGE,
+    TimeBasedConfig,
+    time_based_microcompact,
+)
+from workbench.strategies.sm_compact import SMCompactReferenceConfig, new_sm_state, sm_compaction
+from workbench.strategies.triggers import AutoCompactTrigger
+from workbench.transcript.model import Record
+
+
+def _loop(n: int, *, at: str = "2026-01-01T00:00:00Z") -> list[Record]:
+    """A prompt, one response calling Bash ``n`` times, the ``n`` results (each 100 chars/4 tokens)."""
+    calls = tuple(call(f"t{i}", "Bash", command=f"step {i}") for i in range(n))
+    response = Record("assistant", role="assistant", message_id="a", has_content=True, timestamp=at, blocks=calls)
+    return [user("go"), response, *(result(f"t{i}", "x" * 400) for i in range(n))]
+
+
+def _after(records: list[Record], minutes: int, seconds: int = 0):  # type: ignore[no-untyped-def]
+    view = view_of(records)
+    stamp = f"2026-01-01T{minutes // 60:02d}:{minutes % 60:02d}:{seconds:02d}Z"
+    return type(view)(**{**view.__dict__, "timestamp": stamp})
+
+
+def _cleared(compaction) -> list[str]:  # type: ignore[no-untyped-def]
+    return [
+        b.tool_use_id for r in compaction.records for b in r.tool_results() if b.content == TOOL_RESULT_CLEARED_MESSAGE
+    ]
+
+
+# ---------------------------------------------------------------- time-based microcompact (docs §3.3)
+def test_keep_recent_zero_still_keeps_the_last_result() -> None:
+    """``max(1, keepRecent)``: keep_recent 0 would otherwise clear everything (``slice(-0)`` keeps all)."""
+    compaction = time_based_microcompact(_after(_loop(3), 61), TimeBasedConfig(enabled=True, keep_recent=0))
+    assert _cleared(compaction) == ["t0", "t1"]
+
+
+def test_keep_recent_at_least_the_count_clears_nothing() -> None:
+    assert time_based_microcompact(_after(_loop(3), 61), TimeBasedConfig(enabled=True, keep_recent=3)) is None
+    compaction = time_based_microcompact(_after(_loop(3), 61), TimeBasedConfig(enabled=True, keep_recent=2))
+    assert _cleared(compaction) == ["t0"]
+
+
+def test_cleared_results_get_the_exact_string_and_keep_their_ids() -> None:
+    compaction = time_based_microcompact(_after(_loop(2), 90), TimeBasedConfig(enabled=True, keep_recent=1))
+    block = compaction.records[2].blocks[0]
+    assert block.content == "[Old tool result content cleared]" and block.tool_use_id == "t0"
+    assert compaction.details["tokens_saved"] == 100
+    # already cleared: nothing left to do
+    again = view_of(list(compaction.records))
+    again = type(again)(**{**again.__dict__, "timestamp": "2026-01-01T02:00:00Z"})
+    assert time_based_microcompact(again, TimeBasedConfig(enabled=True, keep_recent=1)) is None
+
+
+def test_the_gap_threshold_is_inclusive() -> None:
+    """``gapMinutes < gapThresholdMinutes`` → null, so exactly 60 minutes fires and 59:59 does not."""
+    config = TimeBasedConfig(enabled=True, keep_recent=1)
+    assert time_based_microcompact(_after(_loop(2), 60), config) is not None
+    assert time_based_microcompact(_after(_loop(2), 59, 59), config) is None
+
+
+# ---------------------------------------------------------------- warning state (docs §4.2)
+def test_percent_left_rounds_half_up_and_clamps_at_zero() -> None:
+    trigger = AutoCompactTrigger()  # threshold 167,000
+    assert trigger.percent_left(146_125) == 13  # 12.5 → 13 (Math.round), Python's round() gives 12
+    assert trigger.percent_left(146_126) == 12
+    assert trigger.percent_left(150_300) == 10  # exactly 10.0
+    assert trigger.percent_left(167_000) == 0 and trigger.percent_left(180_000) == 0
+    assert trigger.percent_left(0) == 100
+
+
+def test_warning_and_blocking_edges() -> None:
+    trigger = AutoCompactTrigger()
+    assert trigger.warning(147_000) and not trigger.warning(146_999)
+    assert trigger.is_at_blocking_limit(177_000) and not trigger.is_at_blocking_limit(176_999)
+    assert AutoCompactTrigger(blocking_base="window").blocking_limit == 197_000
+
+
+# ---------------------------------------------------------------- keep window (docs §2.4)
+def test_the_floor_is_the_last_of_two_boundaries() -> None:
+    chat = [api_user(text("q")), assistant("m", text("a"))]
+    records = [*chat, system("compact_boundary"), *chat, system("compact_boundary"), *chat]
+    window = keep_window(records, -1, min_tokens=10_000, counts=[10] * len(records))
+    assert window.naive_start == 6  # not 3 (first boundary + 1), not 0
+
+
+def test_boundary_records_in_the_kept_tail_are_filtered_out() -> None:
+    """docs §2.6 step 5: ``messagesToKeep`` drops compact boundaries inside the kept range (the range opens
+    before the boundary when ``lastSummarizedMessageId`` is older than it)."""
+    config = SMCompactReferenceConfig(min_tokens=0, min_text_block_messages=3, max_tokens=10_000)
+    state = new_sm_state(config)
+    state.memory = SessionMemory.from_contents({"Current State": "testing"})
+    records = [
+        api_user("old"),
+        assistant("m1", text("a1")),
+        system("compact_boundary"),
+        api_user("new"),
+        assistant("m2", text("a2")),
+        assistant("m3", text("a3")),
+    ]
+    state.trigger.last_summarized_message_id = records[1].uuid
+    compaction = sm_compaction(view_of(records), state, config, adjust=True)
+    assert compaction.start == 2 and not compaction.fallbacks
+    kept = compaction.records[2:]
+    assert [r.uuid for r in kept] == [r.uuid for r in records[3:]]
+
+
+# ---------------------------------------------------------------- extraction trigger (docs §1.3)
+def test_tool_calls_are_counted_strictly_after_the_last_memory_message() -> None:
+    """The message whose uuid is ``lastMemoryMessageUuid`` itself is not counted: its 3 tool calls do not
+    make ``toolOK`` true again."""
+    trigger = ExtractionTrigger()
+    response = assistant("X", tool_use("a"), tool_use("b"), tool_use("c"))
+    messages = [api_user(text("q")), response]
+    assert trigger.observe(messages, tokens=20_000).extracted
+    assert trigger.last_memory_message_uuid == response.uuid
+    later = [*messages, api_user(tool_result("a"), tool_result("b"), tool_result("c"))]
+    assert not trigger.observe([*later, assistant("Y", tool_use("d"), tool_use("e"))], tokens=30_000).extracted
+    assert trigger.observe(
+        [*later, assistant("Y", tool_use("d"), tool_use("e"), tool_use("f"))], tokens=30_000
+    ).extracted

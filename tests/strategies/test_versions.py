@@ -1,0 +1,85 @@
+"""The Claude Code version table (`workbench.strategies.versions`) and per-version trigger resolution."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import view_of
+from record_builders import say, user
+
+from workbench.strategies import create
+from workbench.strategies.triggers import AutoCompactTrigger, for_version
+from workbench.strategies.versions import VERSIONS, parse_version, version_constants, version_table
+
+
+def test_rows_are_ordered_and_cover_every_version() -> None:
+    starts = [parse_version(row.since) for row in VERSIONS]
+    assert starts == sorted(starts) and starts[0] == (0, 0, 0)
+    assert version_constants("2.0.57").label == "1.0.x–2.0.x"
+    assert version_constants("1.0.108").label == "1.0.x–2.0.x"
+    assert version_constants("2.1.39").label == "2.1.21–2.1.50"
+    assert version_constants("2.1.88").label == "2.1.88 (reference)"
+    assert version_constants("2.1.200") is version_constants("2.1.88")
+    assert version_constants(None) is version_constants("2.1.88")
+    assert version_constants("2.1.20").output_reserve_cap is None
+    assert version_constants("2.1.21").output_reserve_cap == 20_000
+
+
+def test_every_row_names_its_sources() -> None:
+    for row in VERSIONS:
+        assert row.evidence, row.label
+        for evidence in row.evidence:
+            assert evidence.source
+            assert not evidence.inferred or evidence.sessions, (row.label, evidence.constant)
+
+
+@pytest.mark.parametrize(
+    ("version", "model", "threshold", "blocking", "measure"),
+    [
+        ("2.0.57", "claude-opus-4-5-20251101", 123_000, 197_000, "usage"),  # 64k reserve (#17660)
+        ("2.0.5", "claude-sonnet-4-5-20250929", 155_000, 197_000, "usage"),  # 32k reserve (45k buffer)
+        ("2.1.10", "claude-opus-4-5-20251101", 123_000, 133_000, "estimate"),  # 2.1.7: effective − 3k (~65%)
+        ("2.1.14", "claude-opus-4-5-20251101", 123_000, 197_000, "estimate"),  # 2.1.14: ~98%
+        ("2.1.39", "claude-opus-4-6", 167_000, 197_000, "estimate"),  # 2.1.21: 20k cap
+        ("2.1.88", "claude-opus-4-6", 167_000, 177_000, "estimate"),  # docs §4.2
+    ],
+)
+def test_thresholds_by_version(version, model, threshold, blocking, measure) -> None:
+    trigger = for_version(AutoCompactTrigger(), version_constants(version), model)
+    assert (trigger.threshold, trigger.blocking_limit, trigger.measure) == (threshold, blocking, measure)
+
+
+def test_explicit_config_values_win_over_the_version() -> None:
+    row = version_constants("2.0.57")
+    trigger = for_version(AutoCompactTrigger(pct_override=50, measure="estimate"), row, "claude-opus-4-5")
+    assert trigger.measure == "estimate" and trigger.threshold == 68_000  # floor(136000 * 0.5)
+    small = for_version(AutoCompactTrigger(context_window=60_000, max_output_tokens=20_000), row, "claude-opus-4-5")
+    assert small.threshold == 27_000
+    assert for_version(AutoCompactTrigger(), row, "claude-opus-4-5[1m]").threshold == 923_000
+    assert for_version(AutoCompactTrigger(), row, "claude-sonnet-4", window=1_000_000).threshold == 955_000
+
+
+def test_the_usage_measure_compares_the_last_response_not_the_estimate() -> None:
+    strategy = create("full-compact", {"version": "2.0.57"})
+    records = [user("q"), say("a")]
+    view = view_of(records, tokens=150_000)
+    view = type(view)(**{**view.__dict__, "usage_tokens": 122_000, "model": "claude-opus-4-5"})
+    assert strategy.compact(view, None) is None  # 150k estimated, but the last usage is below 123,000
+    view = type(view)(**{**view.__dict__, "usage_tokens": 123_000})
+    assert strategy.compact(view, None) is not None
+    pinned = create("full-compact", {"version": "2.1.88"})
+    assert pinned.compact(view, None) is None  # 150k < 167k
+
+
+def test_bad_versions_are_rejected() -> None:
+    with pytest.raises(ValueError, match="not a Claude Code version"):
+        create("claude-code", {"version": "latest"})
+    with pytest.raises(ValueError, match="not a Claude Code version"):
+        parse_version("")
+    assert parse_version("2.1.88-beta.1") == (2, 1, 88)
+
+
+def test_the_table_renders_for_the_readme() -> None:
+    rows = version_table()
+    assert [r["range"] for r in rows] == [row.label for row in VERSIONS]
+    assert rows[0]["threshold_200k_opus_4_5"] == 123_000 and rows[-1]["threshold_200k_default"] == 167_000
+    assert rows[-1]["until"] is None and rows[0]["until"] == "2.1.0"
