@@ -23,7 +23,9 @@ from workbench.strategies.microcompact import (
 )
 from workbench.strategies.sm_compact import SMCompactReferenceConfig, new_sm_state, sm_compaction
 from workbench.strategies.triggers import AutoCompactTrigger
-from workbench.transcript.model import Record
+from workbench.transcript.model import Block, Record
+
+text_block = Block.text_block
 
 
 def _loop(n: int, *, at: str = "2026-01-01T00:00:00Z") -> list[Record]:
@@ -136,3 +138,98 @@ def test_tool_calls_are_counted_strictly_after_the_last_memory_message() -> None
     assert trigger.observe(
         [*later, assistant("Y", tool_use("d"), tool_use("e"), tool_use("f"))], tokens=30_000
     ).extracted
+
+
+# ---------------------------------------------------------------- reached by no selected test before
+def test_the_articles_truncation_variant() -> None:
+    from workbench.strategies import create
+    from workbench.strategies.microcompact import TruncateConfig, truncate_old_outputs
+
+    records = _loop(3)  # three 400-char results
+    config = TruncateConfig(context_window=1_000, pct_of_window=50, keep_chars=100, keep_recent=1)
+    assert truncate_old_outputs(view_of(records, tokens=499), config) is None  # below 50% of the window
+    compaction = truncate_old_outputs(view_of(records, tokens=500), config)
+    texts = [b.content for r in compaction.records for b in r.tool_results()]
+    assert texts[:2] == ["x" * 100 + "\n...truncated, showing first 100 of 400 chars"] * 2
+    assert (
+        texts[2] == "x" * 400 and compaction.details == {"truncated": 2} and compaction.kind == "microcompact-truncate"
+    )
+    # already truncated, or short enough: nothing to do
+    assert truncate_old_outputs(view_of(list(compaction.records), tokens=500), config) is None
+    assert truncate_old_outputs(view_of(records, tokens=500), config.model_copy(update={"keep_chars": 400})) is None
+    assert truncate_old_outputs(view_of(records, tokens=500), config.model_copy(update={"keep_recent": 3})) is None
+    strategy = create("microcompact-truncate", {"context_window": 1_000, "pct_of_window": 50, "keep_chars": 100})
+    assert strategy.compact(view_of(records, tokens=500), None) is None  # keep_recent 5 keeps all three
+    assert create("microcompact", {"enabled": True, "keep_recent": 1}).compact(_after(_loop(2), 61), None) is not None
+
+
+def test_a_manual_compact_skips_the_size_check() -> None:
+    from workbench.strategies import create
+    from workbench.strategies.sm_compact import kept_records
+
+    strategy = create("sm-compact-reference", {"min_tokens": 0, "min_text_block_messages": 3})
+    state = strategy.new_state()
+    state.memory = SessionMemory.from_contents({"Current State": "testing"})
+    records = [api_user("q"), *(assistant(f"m{i}", text("abcd" * 1000)) for i in range(3))]
+    view = view_of(records, tokens=10)
+    compaction = strategy.compact_manual(view, state)
+    assert compaction.kind == "sm-compact" and compaction.trigger == "manual" and not compaction.fallbacks
+    assert compaction.records[0].compact_metadata["trigger"] == "auto"  # SM's boundary always says auto
+    assert [r.uuid for r in kept_records(compaction)] == [r.uuid for r in records[1:]]
+    assert strategy.compact(view, state) is None  # 10 tokens: the automatic path does not fire
+
+
+def test_last_api_response_and_the_slice_after_the_last_boundary() -> None:
+    from workbench.tokens.context import messages_after_compact_boundary, token_count_from_last_api_response
+
+    real = Record(
+        "assistant",
+        role="assistant",
+        message_id="r",
+        has_content=True,
+        model="m",
+        usage={"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 2},
+        blocks=(text_block("ok"),),
+    )
+    fake = Record(
+        "assistant",
+        role="assistant",
+        message_id="s",
+        has_content=True,
+        model="<synthetic>",
+        usage={"input_tokens": 99},
+        blocks=(text_block("No response requested."),),
+    )
+    assert token_count_from_last_api_response([api_user("q"), real, fake, api_user("x")]) == 17
+    assert token_count_from_last_api_response([api_user("q")]) is None
+    b1, b2 = system("compact_boundary"), system("compact_boundary")
+    records = [api_user("a"), b1, api_user("b"), b2, api_user("c")]
+    assert messages_after_compact_boundary(records) == records[3:]
+    assert messages_after_compact_boundary(records[:1]) == records[:1]
+
+
+def test_adjustment_moves_describe_themselves() -> None:
+    from workbench.api.invariants import Move
+
+    assert Move("tool_pair", "t1", 2, 5).describe() == "tool pair t1: kept tool_result in #5 needs its tool_use in #2"
+    assert Move("split_response", "X", 1, 3).describe() == (
+        "split response message.id X: #1 and kept #3 are one streamed response"
+    )
+
+
+def test_estimator_registry_and_tiktoken() -> None:
+    import pytest
+
+    from workbench.tokens import estimators
+
+    assert estimators.estimator_names()[:2] == ["claude-rough", "claude-padded"]
+    with pytest.raises(ValueError, match="already registered"):
+        estimators.register_estimator("claude-rough", estimators.ClaudeRough)
+    with pytest.raises(ValueError, match="unknown estimator 'nope'"):
+        estimators.get_estimator("nope")
+    records = [api_user("hello world"), assistant("m", text("abcdefgh"))]
+    assert estimators.total(estimators.get_estimator("claude-rough"), records) == 3 + 2
+    tiktoken = estimators.TiktokenEstimator("o200k_base")
+    assert tiktoken.name == "tiktoken:o200k_base"
+    assert tiktoken.count(api_user("")) == 0 and tiktoken.count(records[0]) == 2
+    assert repr(tiktoken) == "<estimator tiktoken:o200k_base>"
