@@ -67,7 +67,7 @@ def test_the_reference_adjustment_fixes_pairing_but_not_the_thinking_rule(compac
     assert _rules(reference) == ["final_assistant_missing_thinking"] * 3
     assert PAIRING & set(_rules(naive))
     # claude-code reproduces v2.1.88 as shipped, i.e. the reference SM step
-    shipped = [replay_session(s, create("claude-code")) for s in compacted_sessions]
+    shipped = [replay_session(s, create("claude-code", {"version": "2.1.88"})) for s in compacted_sessions]
     assert [e["keep_start"] for r in shipped for e in r.events if e["kind"] == "sm-compact"] == [
         e["keep_start"] for r in reference for e in r.events
     ]

@@ -36,7 +36,7 @@ from .full_compact import full_compaction, validate_version, version_row
 from .microcompact import TimeBasedConfig, ToolResultBudgetConfig, apply_tool_result_budget, time_based_microcompact
 from .process import ProcessState, post_compact_cleanup
 from .registry import register
-from .sm_compact import SMCompactReferenceConfig, new_sm_state, observe_sm, sm_compaction
+from .sm_compact import SMCompactReferenceConfig, SMState, new_sm_state, observe_sm, sm_compaction
 from .triggers import AutoCompactTrigger, for_version
 from .versions import ClaudeCodeVersion
 
@@ -55,8 +55,8 @@ class ClaudeCodeState:
     turn: str | None = None
 
     @property
-    def sm(self):  # type: ignore[no-untyped-def]
-        return self.process.sm
+    def sm(self) -> SMState:
+        return self.process.sm  # type: ignore[no-any-return]
 
 
 class ClaudeCodeConfig(StrategyConfig):
@@ -152,7 +152,9 @@ class ClaudeCode(Strategy):
         }
         return budget.model_copy(update=update) if update else budget
 
-    def _rewrite(self, view: ContextView, state: ClaudeCodeState, row: ClaudeCodeVersion):  # type: ignore[no-untyped-def]
+    def _rewrite(
+        self, view: ContextView, state: ClaudeCodeState, row: ClaudeCodeVersion
+    ) -> tuple[ContextView, Compaction | None]:
         first: Compaction | None = None
         budget = apply_tool_result_budget(view, self._budget(row), start=state.budget_checked)
         if budget is not None:
