@@ -233,3 +233,145 @@ def test_estimator_registry_and_tiktoken() -> None:
     assert tiktoken.name == "tiktoken:o200k_base"
     assert tiktoken.count(api_user("")) == 0 and tiktoken.count(records[0]) == 2
     assert repr(tiktoken) == "<estimator tiktoken:o200k_base>"
+
+
+# ---------------------------------------------------------------- survivors of the first `make mutation` run
+def test_only_compactable_tools_are_cleared() -> None:
+    """``COMPACTABLE_TOOLS``: a TodoWrite result is never cleared, whatever its age."""
+    todo = Record(
+        "assistant",
+        role="assistant",
+        message_id="t",
+        has_content=True,
+        timestamp="2026-01-01T00:00:00Z",
+        blocks=(call("todo", "TodoWrite", todos=[]),),
+    )
+    records = [*_loop(2), todo, result("todo", "y" * 400)]
+    compaction = time_based_microcompact(_after(records, 61), TimeBasedConfig(enabled=True, keep_recent=1))
+    assert _cleared(compaction) == ["t0"]
+
+
+def test_no_timestamp_means_no_time_based_trigger() -> None:
+    records = _loop(2, at=None)  # type: ignore[arg-type]
+    assert time_based_microcompact(_after(records, 61), TimeBasedConfig(enabled=True)) is None
+    view = view_of(_loop(2))  # a view without a timestamp
+    assert time_based_microcompact(view, TimeBasedConfig(enabled=True)) is None
+    bad = type(view)(**{**view.__dict__, "timestamp": "yesterday"})
+    assert time_based_microcompact(bad, TimeBasedConfig(enabled=True)) is None
+
+
+def _results(*sizes: int, char: str = "x") -> list[Record]:
+    calls = tuple(call(f"t{i}", "Bash", command="ls") for i in range(len(sizes)))
+    blocks = tuple(
+        Block("tool_result", {"type": "tool_result", "tool_use_id": f"t{i}", "content": char * n})
+        for i, n in enumerate(sizes)
+    )
+    return [
+        user("go"),
+        Record("assistant", role="assistant", message_id="a", has_content=True, blocks=calls),
+        Record("user", role="user", blocks=blocks, has_content=True),
+    ]
+
+
+def test_tool_result_budget_edges() -> None:
+    from workbench.strategies.microcompact import ToolResultBudgetConfig, apply_tool_result_budget
+
+    config = ToolResultBudgetConfig(max_result_chars=5_000, max_message_chars=3_000, preview_bytes=2_000)
+    assert apply_tool_result_budget(view_of(_results(1_500, 1_500)), config) is None  # exactly the message cap
+    compaction = apply_tool_result_budget(view_of(_results(1_600, 1_500)), config)
+    assert (compaction.kind, compaction.trigger, compaction.details) == ("tool-result-budget", "size", {"persisted": 1})
+    preview = compaction.records[2].tool_results()[0].content
+    # the whole 1,600-char result fits the 2KB preview: no "..." continuation line
+    assert preview.endswith("Preview (first 2KB):\n" + "x" * 1_600 + "\n</persisted-output>")
+    # a 2-byte character cut by the 2,000-byte preview is dropped, not an error
+    wide = apply_tool_result_budget(
+        view_of(_results(1_600, 1_500, char="é")), config.model_copy(update={"preview_bytes": 1_999})
+    )
+    text = wide.records[2].tool_results()[0].content
+    assert "é" * 999 + "\n...\n</persisted-output>" in text and "é" * 1_000 not in text
+
+
+def test_the_usage_measure_falls_back_to_the_estimate_without_usage() -> None:
+    trigger = AutoCompactTrigger(measure="usage")
+    view = view_of([user("q")], tokens=170_000)
+    assert trigger.size(view) == 170_000 and trigger.fires(view)
+    with_usage = type(view)(**{**view.__dict__, "usage_tokens": 100})
+    assert trigger.size(with_usage) == 100 and not trigger.fires(with_usage)
+    assert AutoCompactTrigger().size(with_usage) == 170_000
+
+
+def test_every_version_field_reaches_the_resolved_trigger() -> None:
+    from workbench.strategies.triggers import for_version
+    from workbench.strategies.versions import version_constants
+
+    row = version_constants("2.1.88").model_copy(
+        update={"autocompact_buffer": 10_000, "warning_buffer": 15_000, "blocking_buffer": 5_000, "circuit_breaker": 7}
+    )
+    trigger = for_version(AutoCompactTrigger(), row, "claude-opus-4-6")
+    assert (trigger.buffer_tokens, trigger.warning_buffer_tokens, trigger.manual_buffer_tokens) == (
+        10_000,
+        15_000,
+        5_000,
+    )
+    assert (trigger.threshold, trigger.blocking_limit, trigger.max_consecutive_failures) == (170_000, 175_000, 7)
+    # one trigger config, two rows: two answers (the memo is keyed by the row)
+    old = for_version(AutoCompactTrigger(), version_constants("2.0.57"), "claude-opus-4-6")
+    assert old.threshold == 155_000 and trigger.threshold == 170_000
+
+
+def test_calculate_messages_to_keep_index_defaults_and_arguments() -> None:
+    from workbench.strategies.keep_window import calculate_messages_to_keep_index
+
+    records = [api_user(text(f"u{i}")) if i % 2 == 0 else assistant(f"m{i}", text(f"a{i}")) for i in range(10)]
+    # minTokens 10,000 reached exactly with exactly minTextBlockMessages 5: five messages kept
+    assert calculate_messages_to_keep_index(records, -1, counts=[2_000] * 10) == 5
+    assert keep_window(records, -1, counts=[2_000] * 10).start == 5
+    # maxTokens 40,000 reached exactly by four messages
+    assert calculate_messages_to_keep_index(records, -1, min_text_block_messages=100, counts=[10_000] * 10) == 6
+    assert keep_window(records, -1, min_text_block_messages=100, counts=[10_000] * 10).start == 6
+    # every argument is passed through
+    assert calculate_messages_to_keep_index(records, 3, min_tokens=1, min_text_block_messages=1, counts=[1] * 10) == 4
+    assert (
+        calculate_messages_to_keep_index(
+            records, -1, min_tokens=3, min_text_block_messages=1, max_tokens=5, counts=[1] * 10
+        )
+        == 7
+    )
+    assert calculate_messages_to_keep_index(records, -1, min_tokens=0, min_text_block_messages=2, max_tokens=5) == 8
+
+
+def test_the_sibling_walk_crosses_interleaved_results() -> None:
+    from workbench.tokens.context import token_count_with_estimation
+
+    usage = {"input_tokens": 1_000, "output_tokens": 10}
+    first = Record(
+        "assistant",
+        role="assistant",
+        message_id="X",
+        has_content=True,
+        model="m",
+        usage=usage,
+        blocks=(call("a", "Bash", command="ls"),),
+    )
+    second = Record(
+        "assistant",
+        role="assistant",
+        message_id="X",
+        has_content=True,
+        model="m",
+        usage=usage,
+        blocks=(call("b", "Bash", command="pwd"),),
+    )
+    records = [user("go"), first, result("a", "r" * 400), second, result("b", "s" * 40)]
+    # anchored at the first sibling: both results and the second tool_use are estimated
+    assert token_count_with_estimation(records) == 1_010 + 100 + 5 + 10  # Bash{"command":"pwd"}: 21 chars
+    other = Record(
+        "assistant",
+        role="assistant",
+        message_id="Y",
+        has_content=True,
+        model="m",
+        usage=usage,
+        blocks=(Block.text_block("done"),),
+    )
+    assert token_count_with_estimation([*records, user("next"), other]) == 1_010
