@@ -375,3 +375,56 @@ def test_the_sibling_walk_crosses_interleaved_results() -> None:
         blocks=(Block.text_block("done"),),
     )
     assert token_count_with_estimation([*records, user("next"), other]) == 1_010
+
+
+def test_what_ends_a_tool_loop_for_the_thinking_aware_cut() -> None:
+    from workbench.api.invariants import _is_prompt, _starts_with_thinking
+
+    assert _is_prompt(api_user("fix it")) and _is_prompt(api_user(text("fix it"), tool_result("a")))
+    assert _is_prompt(system("local_command", "<local-command-stdout>ok</local-command-stdout>"))
+    assert not _is_prompt(api_user(tool_result("a"), tool_result("b")))
+    assert not _is_prompt(assistant("m", text("hi")))
+    assert not _is_prompt(api_user("virtual", raw={"isVirtual": True}))
+    assert not _is_prompt(system("turn_duration", "3s"))
+    thinking_block = Block("thinking", {"type": "thinking", "thinking": "plan", "signature": "s"})
+    redacted = Block("redacted_thinking", {"type": "redacted_thinking", "data": "xyz"})
+    assert _starts_with_thinking([text_block("  \n"), thinking_block])
+    assert _starts_with_thinking([redacted])
+    assert not _starts_with_thinking([text_block("hi"), thinking_block])
+    assert not _starts_with_thinking([text_block(" ")]) and not _starts_with_thinking([])
+
+
+class _CountingExtractor:
+    """Records what each extraction saw; the memory is the number of records seen so far."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str | None], object]] = []
+
+    def extract(self, records, memory):  # type: ignore[no-untyped-def]
+        self.calls.append(([r.uuid for r in records], memory))
+        return SessionMemory.from_contents({"Worklog": f"extraction {len(self.calls)}"})
+
+
+def test_the_post_sampling_hook_extracts_only_what_is_new() -> None:
+    from workbench.strategies.sm_compact import observe_sm
+
+    config = SMCompactReferenceConfig()
+    state = new_sm_state(config)
+    state.extractor = _CountingExtractor()
+    records = [api_user("q"), assistant("m1", text("first answer"))]
+    observe_sm(view_of(records, tokens=12_000), state)
+    assert state.extractions == 1 and state.last_extracted is records[-1]
+    assert state.extractor.calls == [([r.uuid for r in records], None)]
+    first_memory = state.memory
+    assert state.history == [{"step": 0, "memory": first_memory}]
+    more = [*records, api_user("next"), assistant("m2", text("second answer"))]
+    observe_sm(view_of(more, tokens=18_000, step=3), state)
+    assert state.extractions == 2 and state.last_extracted is more[-1]
+    assert state.extractor.calls[1] == ([r.uuid for r in more[2:]], first_memory)
+    assert state.memory.section("Worklog").content == "extraction 2" and state.history[-1]["step"] == 3
+    # below the update threshold (5,000 more tokens): no extraction; sub-agents and empty views never extract
+    observe_sm(view_of([*more, api_user("x"), assistant("m3", text("y"))], tokens=19_000), state)
+    sub = view_of([*more, api_user("x"), assistant("m4", text("y"))], tokens=40_000)
+    observe_sm(type(sub)(**{**sub.__dict__, "is_subagent": True}), state)
+    observe_sm(view_of([], tokens=90_000), state)
+    assert state.extractions == 2
