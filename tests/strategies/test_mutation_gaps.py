@@ -428,3 +428,34 @@ def test_the_post_sampling_hook_extracts_only_what_is_new() -> None:
     observe_sm(type(sub)(**{**sub.__dict__, "is_subagent": True}), state)
     observe_sm(view_of([], tokens=90_000), state)
     assert state.extractions == 2
+
+
+def test_tool_call_counting_edges() -> None:
+    from workbench.memory import TriggerConfig
+
+    # no assistant message at all: no tool calls in the last turn, so the token threshold alone decides
+    assert ExtractionTrigger().observe([api_user("q")], tokens=20_000).extracted
+    # from the start when lastMemoryMessageUuid is unset: the very first message's calls count
+    first = assistant("X", tool_use("a"), tool_use("b"), tool_use("c"))
+    assert ExtractionTrigger().observe([first], tokens=20_000).extracted
+    # the message right after lastMemoryMessageUuid counts, and the uuid is found at any distance
+    trigger = ExtractionTrigger()
+    marked = assistant("M", text("noted"))
+    assert trigger.observe([api_user("q"), marked], tokens=20_000).extracted
+    assert trigger.observe([api_user("q"), marked, first], tokens=30_000).extracted
+    # set but gone: 0 calls, even with a one-call threshold
+    gone = ExtractionTrigger(TriggerConfig(tool_calls_between_updates=1))
+    gone.initialized, gone.last_memory_message_uuid = True, "compacted-away"
+    assert not gone.observe([api_user("q"), assistant("Y", tool_use("d"))], tokens=30_000).extracted
+
+
+def test_the_sm_strategies_compact_only_above_the_threshold() -> None:
+    from workbench.strategies import create
+
+    for name, kind in (("sm-compact-reference", "sm-compact"), ("sm-compact-naive", "sm-compact-naive")):
+        strategy = create(name, {"min_tokens": 0, "min_text_block_messages": 2})
+        state = strategy.new_state()
+        state.memory = SessionMemory.from_contents({"Current State": "testing"})
+        records = [api_user("q"), assistant("m1", text("a")), api_user("r"), assistant("m2", text("b"))]
+        assert strategy.compact(view_of(records, tokens=166_999), state) is None
+        assert strategy.compact(view_of(records, tokens=167_000), state).kind == kind
