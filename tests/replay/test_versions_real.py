@@ -147,3 +147,23 @@ def test_pinning_the_reference_keeps_v2_1_88(all_main_sessions) -> None:
     pinned = replay_session(session, create("claude-code", {"version": "2.1.88"}))
     recorded = replay_session(session, create("claude-code"))
     assert [e["step"] for e in pinned.events] == [e["step"] for e in recorded.events] == [102]
+
+
+def test_with_claudes_summaries_the_replay_is_the_recording(all_main_sessions) -> None:
+    """Accounting fidelity apart from summary quality: with every compaction reproduced, the replayed
+    context size equals the ``recorded`` reference run's at every call, and is measured (not estimated).
+    At the compaction calls themselves ours is the recorded prompt; ``recorded`` can only estimate there
+    (no usage in the new segment yet)."""
+    checked = 0
+    for session in all_main_sessions:
+        if not _boundaries(session):
+            continue
+        ours = replay_session(session, create("full-compact", {"summarizer": "recorded"}))
+        reference = replay_session(session, create("recorded"))
+        compacted = {e["step"] for e in ours.events}
+        assert {row["token_source"] for row in ours.steps} == {"recorded"}
+        for mine, theirs in zip(ours.steps, reference.steps, strict=True):
+            if mine["step"] not in compacted:
+                assert mine["context_tokens"] == theirs["context_tokens"], (session.id, mine["step"])
+        checked += 1
+    assert checked == 6

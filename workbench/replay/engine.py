@@ -236,7 +236,7 @@ class _Cursor:
             tokens = none_tokens - self.removed + self.added
             kept = [r for r in compaction.records if id(r) in old]
             self.context = list(compaction.records)
-            self.diverged = True
+            self.diverged = synced is None  # a reproduced compaction puts the replay back on the recording
         self.sent_before = list(self.context)
         if check_now:
             thinking = any(b.kind == "thinking" for i in call.indices for b in records[i].blocks)
