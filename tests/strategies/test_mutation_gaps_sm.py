@@ -1,0 +1,186 @@
+"""More tests for mutants that survived `make mutation`: the keep window's early return and edges,
+SM-compaction's result and cut choice, ``getTokenUsage``'s synthetic rule."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from helpers import view_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+
+from api_records import assistant, system, text, thinking, tool_result, tool_use, user
+
+from workbench.memory.template import SessionMemory
+from workbench.strategies.keep_window import KeepWindow, keep_window
+from workbench.strategies.sm_compact import (
+    MEMORY_PATH,
+    SMCompactConfig,
+    SMCompactReferenceConfig,
+    new_sm_state,
+    sm_compaction,
+)
+from workbench.tokens.context import get_token_usage, token_count_with_estimation
+from workbench.tokens.estimators import get_estimator
+from workbench.transcript.model import Block, Record
+
+
+def chat(n: int) -> list[Record]:
+    return [user(text(f"u{i}")) if i % 2 == 0 else assistant(f"m{i}", text(f"a{i}")) for i in range(n)]
+
+
+# ---------------------------------------------------------------- keep window (docs §2.4)
+def test_the_already_kept_tail_is_reported_exactly() -> None:
+    assert keep_window([], -1) == KeepWindow(0, 0, 0, 0)
+    records = chat(10)
+    # lastSummarizedIndex 0 is an index (start 1), not "unset"
+    window = keep_window(records, 0, min_tokens=9, min_text_block_messages=9, counts=[1] * 10)
+    assert window == KeepWindow(1, 1, 9, 9)
+    # the tail reaches maxTokens exactly: kept as it is
+    assert keep_window(records, 7, min_text_block_messages=9, max_tokens=4, counts=[2] * 10) == KeepWindow(8, 8, 4, 2)
+    # the tail reaches minTokens exactly with enough text messages
+    assert keep_window(records, 7, min_tokens=4, min_text_block_messages=2, counts=[2] * 10) == KeepWindow(8, 8, 4, 2)
+    # one token short of each: expansion
+    assert keep_window(records, 7, min_text_block_messages=9, max_tokens=5, counts=[2] * 10).naive_start == 7
+    assert keep_window(records, 7, min_tokens=5, min_text_block_messages=2, counts=[2] * 10).naive_start == 7
+
+
+def test_a_boundary_at_either_end_bounds_the_scan() -> None:
+    records = [*chat(4), system("compact_boundary")]
+    assert keep_window(records, -1, counts=[1] * 5).naive_start == 5  # the boundary is the last record
+    records = [user(text("q")), system("compact_boundary"), *chat(4)]
+    assert keep_window(records, -1, counts=[1] * 6).naive_start == 2
+
+
+# ---------------------------------------------------------------- SM-compaction's result (docs §2.6)
+NOTES = SessionMemory.from_contents({"Current State": "testing the parser"})
+
+
+def _state(config: SMCompactConfig, memory: SessionMemory = NOTES):  # type: ignore[no-untyped-def]
+    state = new_sm_state(config)
+    state.memory = memory
+    return state
+
+
+def test_the_compaction_record() -> None:
+    config = SMCompactReferenceConfig(min_tokens=0, min_text_block_messages=2)
+    records = chat(6)
+    compaction = sm_compaction(view_of(records, tokens=170_000), _state(config), config, adjust=True)
+    boundary, summary = compaction.added
+    assert compaction.records[:2] == compaction.added and compaction.kind == "sm-compact"
+    assert compaction.trigger == "auto" and boundary.compact_metadata["trigger"] == "auto"
+    assert boundary.compact_metadata["preTokens"] == 170_000  # no usage known: the estimate
+    assert summary.is_compact_summary and compaction.summary == summary.text
+    assert (
+        compaction.summary.startswith("This session is being continued") and "testing the parser" in compaction.summary
+    )
+    assert compaction.details == {
+        "post_compact_tokens": 3,  # ceil(4/3 × (1 + 1))
+        "last_summarized_index": 5,
+        "summary_source": "session-memory",
+    }
+    assert compaction.dropped == tuple(r.uuid for r in records[:4])
+    naive = sm_compaction(view_of(records), _state(config), config, adjust=False)
+    assert naive.kind == "sm-compact-naive"
+
+
+def test_a_truncated_memory_names_the_memory_file() -> None:
+    config = SMCompactReferenceConfig(min_tokens=0, min_text_block_messages=2)
+    long = SessionMemory.from_contents({"Worklog": "\n".join(f"step {i}: " + "x" * 90 for i in range(200))})
+    compaction = sm_compaction(view_of(chat(6)), _state(config, long), config, adjust=True)
+    assert compaction.summary.endswith(MEMORY_PATH) and "[... section truncated for length ...]" in compaction.summary
+
+
+def test_the_view_counts_drive_the_window() -> None:
+    config = SMCompactReferenceConfig(min_tokens=10_000, min_text_block_messages=1)
+    records = chat(6)
+    view = view_of(records)
+    big = type(view)(**{**view.__dict__, "padded": (5_000,) * 6})
+    assert sm_compaction(big, _state(config), config, adjust=True).start == 4
+    assert sm_compaction(view, _state(config), config, adjust=True).start == 0
+
+
+def _split_loop() -> list[Record]:
+    """A tool loop whose last response is split: its tool_use sibling is before the naive cut."""
+    return [
+        user("do it"),  # 0
+        assistant("A", thinking()),  # 1
+        assistant("A", tool_use("a")),  # 2
+        user(tool_result("a")),  # 3
+        assistant("B", text("next"), tool_use("b")),  # 4
+        user(tool_result("b")),  # 5
+    ]
+
+
+def test_which_cut_each_variant_keeps() -> None:
+    records = _split_loop()
+    config = SMCompactReferenceConfig(min_tokens=0, min_text_block_messages=1)
+    state = _state(config)
+    state.trigger.last_summarized_message_id = records[2].uuid  # naive cut at 3: an orphaned result
+    reference = sm_compaction(view_of(records), state, config, adjust=True)
+    assert (reference.naive_start, reference.start) == (3, 2 - 1)  # pulled back over the pair and the sibling
+    state = _state(config)
+    state.trigger.last_summarized_message_id = records[2].uuid
+    naive = sm_compaction(
+        view_of(records), state, SMCompactConfig(min_tokens=0, min_text_block_messages=1), adjust=False
+    )
+    assert naive.start == naive.naive_start == 3  # the naive variant never adjusts, thinking-aware or not
+    # the thinking-aware cut: the reference cut at B (no thinking) moves back to A (thinking)
+    aware = SMCompactConfig(min_tokens=0, min_text_block_messages=1)
+    state = _state(aware)
+    state.trigger.last_summarized_message_id = records[3].uuid
+    assert sm_compaction(view_of(records), state, aware, adjust=True).start == 1
+    state = _state(config)
+    state.trigger.last_summarized_message_id = records[3].uuid
+    assert sm_compaction(view_of(records), state, config, adjust=True).start == 4
+    # without any thinking block in the session the thinking-aware cut is the reference's
+    plain = [r if r.uuid != records[1].uuid else assistant("A", text("plan")) for r in records]
+    state = _state(aware)
+    state.trigger.last_summarized_message_id = plain[3].uuid
+    assert sm_compaction(view_of(plain), state, aware, adjust=True).start == 4
+
+
+def test_a_manual_fallback_is_a_manual_full_compaction() -> None:
+    config = SMCompactReferenceConfig()
+    state = new_sm_state(config)  # no memory
+    compaction = sm_compaction(view_of(chat(4)), state, config, adjust=True, trigger="manual")
+    assert compaction.kind == "full-compact" and compaction.trigger == "manual"
+    assert compaction.records[0].compact_metadata["trigger"] == "manual"
+
+
+# ---------------------------------------------------------------- getTokenUsage (docs §6)
+USAGE = {"input_tokens": 100, "output_tokens": 5}
+
+
+def _assistant(*blocks: Block, model: str = "claude-opus-4-6", usage=USAGE) -> Record:  # type: ignore[no-untyped-def]
+    return Record(
+        "assistant", role="assistant", message_id="x", has_content=True, model=model, usage=usage, blocks=blocks
+    )
+
+
+def test_which_usage_is_real() -> None:
+    say = Block.text_block
+    assert get_token_usage(_assistant(say("hello"))) == USAGE
+    assert get_token_usage(_assistant(say("hello"), model="<synthetic>")) is None
+    assert get_token_usage(_assistant(say("No response requested."))) is None
+    assert (
+        get_token_usage(
+            _assistant(Block("thinking", {"type": "thinking", "thinking": "t"}), say("No response requested."))
+        )
+        is None
+    )
+    assert get_token_usage(_assistant(say("hello"), say("No response requested."))) == USAGE  # only the first text
+    assert (
+        get_token_usage(_assistant(Block("tool_use", {"type": "tool_use", "id": "a", "name": "Bash", "input": {}})))
+        == USAGE
+    )
+    assert get_token_usage(_assistant(say("hello"), usage=None)) is None
+    assert get_token_usage(Record("user", role="user", usage=USAGE, blocks=(say("hi"),), has_content=True)) is None
+
+
+def test_precomputed_counts_give_the_same_estimate() -> None:
+    records = [user("go " * 40), _assistant(Block.text_block("ok")), user("more " * 80)]
+    counts = get_estimator("claude-rough").count_many(records)
+    assert token_count_with_estimation(records, counts=counts) == token_count_with_estimation(records) == 105 + 100
+    assert token_count_with_estimation(records[:1], counts=counts[:1]) == token_count_with_estimation(records[:1]) == 30
