@@ -184,3 +184,87 @@ def test_precomputed_counts_give_the_same_estimate() -> None:
     counts = get_estimator("claude-rough").count_many(records)
     assert token_count_with_estimation(records, counts=counts) == token_count_with_estimation(records) == 105 + 100
     assert token_count_with_estimation(records[:1], counts=counts[:1]) == token_count_with_estimation(records[:1]) == 30
+
+
+# ---------------------------------------------------------------- the adjustment's reasons (docs §2.5)
+def test_the_worked_example_with_its_reasons() -> None:
+    from workbench.api.invariants import Move, explain_adjustment
+
+    records = [
+        user("q"),
+        assistant("X", thinking()),  # 1
+        assistant("X", tool_use("A")),  # 2
+        assistant("X", tool_use("B")),  # 3
+        user(tool_result("A"), tool_result("B")),  # 4
+    ]
+    adjustment = explain_adjustment(records, 3)
+    assert (adjustment.pair_start, adjustment.start) == (2, 1)
+    assert adjustment.moves == (Move("tool_pair", "A", 2, 4), Move("split_response", "X", 1, 2))
+    assert explain_adjustment(records, 0).moves == () and explain_adjustment(records, 5).moves == ()
+
+
+def test_the_pair_walk_reaches_index_zero_and_finds_every_missing_use() -> None:
+    from workbench.api.invariants import adjust_to_api_invariants
+
+    assert adjust_to_api_invariants([assistant("X", tool_use("a")), user(tool_result("a"))], 1) == 0
+    records = [
+        user("q"),
+        assistant("X", tool_use("b")),
+        assistant("Y", tool_use("a")),
+        user(tool_result("a"), tool_result("b")),
+    ]
+    assert adjust_to_api_invariants(records, 3) == 1
+
+
+def test_the_stand_in_summary_record() -> None:
+    from workbench.api.invariants import SUMMARY_TEXT, summary_record
+
+    record = summary_record()
+    assert (record.kind, record.role, record.string_content, record.has_content) == ("user", "user", True, True)
+    assert record.is_compact_summary and record.is_visible_in_transcript_only and record.text == SUMMARY_TEXT
+
+
+# ---------------------------------------------------------------- smaller pieces
+def test_tool_result_tokens_of_array_content() -> None:
+    from workbench.strategies.microcompact import tool_result_tokens
+
+    def block(content):  # type: ignore[no-untyped-def]
+        return Block("tool_result", {"type": "tool_result", "tool_use_id": "t", "content": content})
+
+    parts = [
+        {"type": "text", "text": "x" * 40},
+        {"type": "image", "source": {}},
+        {"type": "document", "source": {}},
+        {"type": "text", "text": 7},
+        "stray",
+        {"type": "tool_reference", "tool_name": "Read"},
+    ]
+    assert tool_result_tokens(block(parts)) == 10 + 2_000 + 2_000
+    assert tool_result_tokens(block("y" * 8)) == 2 and tool_result_tokens(block(None)) == 0
+    assert tool_result_tokens(block([])) == 0
+
+
+def test_new_sm_state_takes_the_configured_thresholds() -> None:
+    from workbench.memory import TriggerConfig
+    from workbench.memory.extractor import OfflineMemoryExtractor
+
+    config = SMCompactConfig(
+        minimum_message_tokens_to_init=7, minimum_tokens_between_update=8, tool_calls_between_updates=9
+    )
+    state = new_sm_state(config)
+    assert state.trigger.config == TriggerConfig(7, 8, 9) and isinstance(state.extractor, OfflineMemoryExtractor)
+    online = new_sm_state(SMCompactConfig(extractor="anthropic", extractor_model="claude-haiku-4-5"))
+    assert type(online.extractor).__name__ == "OnlineMemoryExtractor" and online.extractor.model == "claude-haiku-4-5"
+
+
+def test_usage_arithmetic() -> None:
+    from workbench.tokens.context import prompt_tokens, usage_tokens
+
+    usage = {
+        "input_tokens": 1,
+        "cache_creation_input_tokens": 20,
+        "cache_read_input_tokens": 300,
+        "output_tokens": 4000,
+    }
+    assert prompt_tokens(usage) == 321 and usage_tokens(usage) == 4321
+    assert prompt_tokens({"input_tokens": 2.0, "cache_read_input_tokens": "many"}) == 2 and usage_tokens({}) == 0
