@@ -268,3 +268,104 @@ def test_usage_arithmetic() -> None:
     }
     assert prompt_tokens(usage) == 321 and usage_tokens(usage) == 4321
     assert prompt_tokens({"input_tokens": 2.0, "cache_read_input_tokens": "many"}) == 2 and usage_tokens({}) == 0
+
+
+# ---------------------------------------------------------------- third batch
+def test_slices_after_the_last_boundary_at_either_end() -> None:
+    from workbench.strategies.sm_compact import _unseen
+    from workbench.tokens.context import messages_after_compact_boundary
+
+    records = [system("compact_boundary"), user("a"), user("b"), system("compact_boundary")]
+    assert messages_after_compact_boundary(records) == records[3:]
+    assert messages_after_compact_boundary(records[:3]) == records[:3]
+    chat6 = chat(6)
+    assert _unseen(chat6, chat6[-1]) == [] and _unseen(chat6, chat6[-2]) == chat6[-1:]
+    assert _unseen(chat6, chat6[2]) == chat6[3:] and _unseen(chat6, None) == chat6
+    assert _unseen(chat6, user("elsewhere")) == chat6
+
+
+def test_the_extraction_trigger_state() -> None:
+    import pytest
+
+    from workbench.memory import ExtractionTrigger, TriggerConfig
+
+    fresh = ExtractionTrigger()
+    assert (fresh.initialized, fresh.tokens_at_last_extraction, fresh.extractions) == (False, 0, 0)
+    eager = ExtractionTrigger(TriggerConfig(minimum_message_tokens_to_init=1))
+    assert eager.observe([user("q"), assistant("m", text("a"))], tokens=5_000).extracted  # 5,000 − 0 ≥ 5,000
+    assert eager.observe([user("q"), assistant("m", text("a"))], tokens=10_000).extracted
+    assert eager.extractions == 2
+    with pytest.raises(ValueError, match="tool_calls_between_updates must be a positive integer, got True"):
+        TriggerConfig(tool_calls_between_updates=True)
+
+
+def test_time_based_microcompact_result_and_gates() -> None:
+    from workbench.strategies.microcompact import TimeBasedConfig, time_based_microcompact
+
+    calls = tuple(
+        Block("tool_use", {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"f{i}"}})
+        for i in range(3)
+    )
+    response = Record(
+        "assistant", role="assistant", message_id="a", has_content=True, timestamp="2026-01-01T00:00:00Z", blocks=calls
+    )
+    results = [
+        Record(
+            "user",
+            role="user",
+            has_content=True,
+            blocks=(Block("tool_result", {"type": "tool_result", "tool_use_id": f"t{i}", "content": "z" * 80}),),
+        )
+        for i in range(3)
+    ]
+    view = view_of([user("go"), response, *results])
+    later = type(view)(**{**view.__dict__, "timestamp": "2026-01-01T01:30:00Z"})
+    config = TimeBasedConfig(enabled=True, keep_recent=1)
+    compaction = time_based_microcompact(later, config)
+    assert (compaction.kind, compaction.trigger) == ("microcompact", "time")
+    assert compaction.details == {"cleared": 2, "gap_minutes": 90.0, "tokens_saved": 40}
+    assert time_based_microcompact(type(later)(**{**later.__dict__, "is_subagent": True}), config) is None
+    no_assistant = view_of([user("go"), *results])
+    assert (
+        time_based_microcompact(
+            type(no_assistant)(**{**no_assistant.__dict__, "timestamp": "2026-01-02T00:00:00Z"}), config
+        )
+        is None
+    )
+
+
+def test_truncation_reports_its_trigger() -> None:
+    from workbench.strategies.microcompact import TruncateConfig, truncate_old_outputs
+
+    records = [
+        user("go"),
+        assistant("a", tool_use("t0"), tool_use("t1")),
+        user(tool_result("t0")),
+        user(tool_result("t1")),
+    ]
+    records[2] = Record(
+        "user",
+        role="user",
+        has_content=True,
+        blocks=(Block("tool_result", {"type": "tool_result", "tool_use_id": "t0", "content": "q" * 500}),),
+    )
+    compaction = truncate_old_outputs(
+        view_of(records, tokens=999), TruncateConfig(context_window=1_000, keep_chars=10, keep_recent=1)
+    )
+    assert (compaction.kind, compaction.trigger) == ("microcompact-truncate", "pct")
+
+
+def test_estimate_message_tokens_ignores_string_content() -> None:
+    from workbench.tokens.estimators import estimate_message_tokens
+
+    assert estimate_message_tokens([user("x" * 400)]) == 0
+    assert estimate_message_tokens([user(text("x" * 400)), user("y" * 400)]) == 134  # ceil(100 × 4/3)
+
+
+def test_register_estimator_adds_a_factory(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from workbench.tokens import estimators
+
+    monkeypatch.setattr(estimators, "_FACTORIES", dict(estimators._FACTORIES))
+    estimators.register_estimator("test:rough-again", estimators.ClaudeRough)
+    assert estimators._FACTORIES["test:rough-again"] is estimators.ClaudeRough
+    assert "test:rough-again" in estimators.estimator_names()
