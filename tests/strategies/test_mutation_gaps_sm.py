@@ -369,3 +369,18 @@ def test_register_estimator_adds_a_factory(monkeypatch) -> None:  # type: ignore
     estimators.register_estimator("test:rough-again", estimators.ClaudeRough)
     assert estimators._FACTORIES["test:rough-again"] is estimators.ClaudeRough
     assert "test:rough-again" in estimators.estimator_names()
+
+
+def test_the_thinking_aware_cut_may_land_exactly_on_the_floor() -> None:
+    from workbench.api.invariants import adjust_for_thinking
+
+    records = [
+        user("q"),  # 0
+        assistant("A", text("a")),  # 1
+        system("compact_boundary"),  # 2: floor 3
+        assistant("C", thinking(), tool_use("c")),  # 3
+        user(tool_result("c")),  # 4
+        assistant("D", text("d"), tool_use("d")),  # 5
+        user(tool_result("d")),  # 6
+    ]
+    assert adjust_for_thinking(records, 5) == 3
