@@ -384,3 +384,74 @@ def test_the_thinking_aware_cut_may_land_exactly_on_the_floor() -> None:
         user(tool_result("d")),  # 6
     ]
     assert adjust_for_thinking(records, 5) == 3
+
+
+# ---------------------------------------------------------------- fourth batch (last survivors)
+def test_index_zero_and_binding_maxima() -> None:
+    from workbench.strategies.keep_window import calculate_messages_to_keep_index
+
+    records = chat(10)
+    assert keep_window(records, 0, min_tokens=0, min_text_block_messages=0, counts=[1] * 10).naive_start == 1
+    assert (
+        calculate_messages_to_keep_index(
+            records, -1, min_tokens=9, min_text_block_messages=1, max_tokens=5, counts=[1] * 10
+        )
+        == 5
+    )
+    config = SMCompactReferenceConfig(min_tokens=5, max_tokens=5, min_text_block_messages=100)
+    view = view_of(records)
+    padded = type(view)(**{**view.__dict__, "padded": (1,) * 10})
+    assert sm_compaction(padded, _state(config), config, adjust=True).naive_start == 5
+
+
+def test_an_empty_context_still_compacts_with_the_memory() -> None:
+    config = SMCompactReferenceConfig()
+    compaction = sm_compaction(view_of([]), _state(config), config, adjust=True)
+    assert compaction.kind == "sm-compact" and compaction.records[0].logical_parent_uuid is None
+
+
+def test_the_budget_checks_the_first_record_by_default() -> None:
+    from workbench.strategies.microcompact import ToolResultBudgetConfig, apply_tool_result_budget
+
+    results = Record(
+        "user",
+        role="user",
+        has_content=True,
+        blocks=(Block("tool_result", {"type": "tool_result", "tool_use_id": "t", "content": "x" * 200}),),
+    )
+    compaction = apply_tool_result_budget(view_of([results]), ToolResultBudgetConfig(max_result_chars=100))
+    assert compaction is not None and compaction.details == {"persisted": 1}
+
+
+def test_tool_result_tokens_adds_every_part() -> None:
+    from workbench.strategies.microcompact import tool_result_tokens
+
+    parts = [
+        {"type": "text", "text": "x" * 40},
+        {"type": "image"},
+        {"type": "document"},
+        {"type": "text", "text": "y" * 8},
+    ]
+    block = Block("tool_result", {"type": "tool_result", "tool_use_id": "t", "content": parts})
+    assert tool_result_tokens(block) == 10 + 2_000 + 2_000 + 2
+
+
+def test_explain_adjustment_edges() -> None:
+    from workbench.api.invariants import adjust_to_api_invariants, explain_adjustment
+
+    records = [
+        user("q"),
+        assistant("X", text("a")),
+        assistant("Y", tool_use("a")),
+        user("note"),
+        user(tool_result("a")),
+    ]
+    assert adjust_to_api_invariants(records, 4) == 2  # found two records back, past a non-assistant
+    assert explain_adjustment(records, 0).pair_start == 0 and explain_adjustment(records, 5).pair_start == 5
+
+
+def test_the_slice_after_a_boundary_near_the_start() -> None:
+    from workbench.tokens.context import messages_after_compact_boundary
+
+    records = [user("a"), system("compact_boundary"), user("b")]
+    assert messages_after_compact_boundary(records) == records[1:]
