@@ -338,7 +338,7 @@ def version_constants(version: str | None) -> ClaudeCodeVersion:
 
 def version_table() -> list[dict[str, object]]:
     """The table as rows for a DataFrame or the README: range, the main constants, and the evidence."""
-    rows = []
+    rows: list[dict[str, object]] = []
     for index, row in enumerate(VERSIONS):
         until = VERSIONS[index + 1].since if index + 1 < len(VERSIONS) else None
         rows.append(
