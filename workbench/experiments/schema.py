@@ -27,8 +27,8 @@ import pyarrow as pa
 
 __all__ = ["SCHEMAS", "SCHEMA_KEY", "SCHEMA_VERSION", "SchemaError", "conform", "part_version", "to_table"]
 
-#: Bump when a table's columns or types change.
-SCHEMA_VERSION = 1
+#: Bump when a table's columns or types change (2: events' summary_source, summary_note, recorded_boundary).
+SCHEMA_VERSION = 2
 #: Key of the version in each part file's schema metadata.
 SCHEMA_KEY = b"workbench.store.schema"
 
@@ -123,6 +123,11 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("dropped_uuids", _LIST),
         ("summary", _S),
         ("added_text", _S),
+        # issue #15: where the summary came from (recorded, offline, anthropic, session-memory), why the
+        # offline summariser stood in for a recorded one, and the recorded boundary a compaction reproduced
+        ("summary_source", _S),
+        ("summary_note", _S),
+        ("recorded_boundary", _S),
         ("fallbacks", _LIST),
         ("violations", _I),
         ("violation_rules", _LIST),
