@@ -82,11 +82,29 @@ def test_record_requests_pair_tool_blocks() -> None:
 def test_unsent_records_cost_nothing(fake: FakeAnthropic) -> None:
     estimator = _estimator(fake)
     progress = Record(kind="progress")
-    synthetic = Record(
-        kind="assistant", role="assistant", model="<synthetic>", blocks=say("x").blocks, has_content=True
+    # Only an assistant that is both `<synthetic>` and an API error is left out of the request (docs §8.1).
+    api_error = Record(
+        kind="assistant",
+        role="assistant",
+        model="<synthetic>",
+        blocks=say("x").blocks,
+        has_content=True,
+        is_api_error=True,
     )
-    assert estimator.count_many([progress, synthetic]) == [0, 0]
+    assert estimator.count_many([progress, api_error]) == [0, 0]
     assert fake.calls() == []
+
+
+def test_a_synthetic_assistant_that_is_no_api_error_is_sent(fake: FakeAnthropic) -> None:
+    synthetic = Record(
+        kind="assistant",
+        role="assistant",
+        model="<synthetic>",
+        blocks=say("No response requested.").blocks,
+        has_content=True,
+    )
+    assert _estimator(fake).count_many([synthetic])[0] > 0
+    assert len(fake.calls()) >= 1
 
 
 def test_second_pass_is_free(fake: FakeAnthropic) -> None:

@@ -83,3 +83,12 @@ def test_the_table_renders_for_the_readme() -> None:
     assert [r["range"] for r in rows] == [row.label for row in VERSIONS]
     assert rows[0]["threshold_200k_opus_4_5"] == 123_000 and rows[-1]["threshold_200k_default"] == 167_000
     assert rows[-1]["until"] is None and rows[0]["until"] == "2.1.0"
+
+
+def test_a_trigger_equal_to_the_default_but_set_explicitly_is_resolved_apart() -> None:
+    """pydantic equality ignores the explicitly set fields, so the memo must key on them too: resolving a
+    trigger that pins the blocking base first must not leak into the default trigger's resolution."""
+    row = version_constants("2.1.39")
+    pinned = for_version(AutoCompactTrigger(blocking_base="effective"), row, "claude-opus-4-6")
+    assert pinned.blocking_limit == 177_000
+    assert for_version(AutoCompactTrigger(), row, "claude-opus-4-6").blocking_limit == 197_000

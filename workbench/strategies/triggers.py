@@ -153,7 +153,8 @@ def for_version(
     ``window``: the context window the recording proves (1M when a recorded request exceeded 200k),
     else the model's (docs §4.1). Memoised: the replay asks once per API call.
     """
-    key = (trigger, id(row), model, window)
+    # pydantic equality ignores which fields were set explicitly, and `_resolved` depends on exactly that
+    key = (trigger, frozenset(trigger.model_fields_set), id(row), model, window)
     hit = _RESOLVED.get(key)
     if hit is None or hit[0] is not row:
         if len(_RESOLVED) > 4096:
@@ -162,5 +163,6 @@ def for_version(
     return hit[1]
 
 
-#: (trigger, id(row), model, window) → (row, resolved trigger); the row is kept to keep its id valid.
+#: (trigger, its explicit fields, id(row), model, window) → (row, resolved trigger); the row is kept to keep
+#: its id valid.
 _RESOLVED: dict[tuple[object, ...], tuple[ClaudeCodeVersion, AutoCompactTrigger]] = {}
