@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import read_lines
-from .jsonio import BadInput, decode_json_line
+from .jsonio import BadInput, decode_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -35,6 +35,7 @@ __all__ = [
     "CHAIN_TYPES",
     "KNOWN_TYPES",
     "ClaudeCodeLoader",
+    "Interner",
     "inline_sidechain_sessions",
     "parse_line",
     "record_from_json",
@@ -78,12 +79,53 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: Fields whose values repeat on every line of a file (ids of the session, the working folder, the
+#: client version, ...): `Interner` makes the records of one file share one string for each value.
+_SHARED_FIELDS = ("type", "sessionId", "cwd", "version", "gitBranch", "userType", "entrypoint", "slug", "agentId")
+_SHARED_MESSAGE_FIELDS = ("role", "type", "model", "stop_reason")
+
+
+class Interner:
+    """Makes the records of one file share the strings that repeat on every line (module docstring of
+    `_SHARED_FIELDS`): ~100-400 bytes less per record, values unchanged (equal strings)."""
+
+    __slots__ = ("_seen", "previous_uuid")
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+        self.previous_uuid: Any = None
+
+    def __call__(self, obj: dict[str, Any]) -> None:
+        seen = self._seen
+        for key in _SHARED_FIELDS:
+            value = obj.get(key)
+            if type(value) is str:
+                obj[key] = seen.setdefault(value, value)
+        message = obj.get("message")
+        if type(message) is dict:
+            for key in _SHARED_MESSAGE_FIELDS:
+                value = message.get(key)
+                if type(value) is str:
+                    message[key] = seen.setdefault(value, value)
+        parent, previous = obj.get("parentUuid"), self.previous_uuid
+        if parent is not None and parent == previous:  # the common chain: parent = the line before
+            obj["parentUuid"] = previous
+        self.previous_uuid = obj.get("uuid")
+
+
 def record_from_json(
-    obj: Any, *, line: str | None = None, source: str | None = None, line_no: int | None = None
+    obj: Any,
+    *,
+    line: str | None = None,
+    source: str | None = None,
+    line_no: int | None = None,
+    intern: Interner | None = None,
 ) -> Record:
     """Build a Record from one parsed transcript object; raises `LineError` with the reason."""
     if not isinstance(obj, dict):
         raise LineError(f"expected a JSON object, found {type(obj).__name__}")
+    if intern is not None:
+        intern(obj)
     kind = obj.get("type")
     if not isinstance(kind, str) or not kind:
         raise LineError("missing 'type' field")
@@ -140,14 +182,14 @@ def record_from_json(
     )
 
 
-def parse_line(data: bytes, *, source: str, line_no: int) -> Record | Skip:
+def parse_line(data: bytes, *, source: str, line_no: int, intern: Interner | None = None) -> Record | Skip:
     """One physical line (without its ``\\n``) to a Record, or a Skip with the reason."""
     try:
-        obj = decode_json_line(data)
+        obj, text = decode_line(data)
     except BadInput as exc:
         return Skip(source, line_no, exc.reason, data)
     try:
-        return record_from_json(obj, line=data.decode("utf-8"), source=source, line_no=line_no)
+        return record_from_json(obj, line=text, source=source, line_no=line_no, intern=intern)
     except LineError as exc:
         return Skip(source, line_no, str(exc), data)
 
@@ -243,11 +285,14 @@ class ClaudeCodeLoader:
 
     def load(self, path: Path) -> list[Session]:
         source = str(path)
-        lines, trailing = read_lines(path)  # capped lines; an over-long one becomes a reported skip
+        lines: list[bytes | None]
+        lines, trailing = read_lines(path)  # type: ignore[assignment]  # capped; an over-long line is a skip
         records: list[Record] = []
         skipped: list[Skip] = []
-        for number, chunk in enumerate(lines, start=1):
-            item = parse_line(chunk, source=source, line_no=number)
+        intern = Interner()
+        for index in range(len(lines)):
+            chunk, lines[index] = lines[index], None  # each line's bytes are freed once it is a Record
+            item = parse_line(chunk, source=source, line_no=index + 1, intern=intern)  # type: ignore[arg-type]
             (skipped if isinstance(item, Skip) else records).append(item)  # type: ignore[arg-type]
         main = self._session(path, records, skipped, len(lines), trailing)
         return [main, *inline_sidechain_sessions(main)]

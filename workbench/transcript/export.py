@@ -25,12 +25,14 @@ full disk or a crash leaves the previous file or none, never a truncated one.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from .files import OversizedLine, open_regular
 from .model import Session
@@ -62,16 +64,30 @@ def session_bytes(session: Session) -> bytes:
         from .anthropic_messages import request_json
 
         return (request_json(session) + "\n").encode("utf-8", "surrogatepass")
-    items: list[tuple[int, bytes]] = []
-    for order, record in enumerate(session.records):
-        key = record.line_no if record.line_no is not None else order
-        items.append((key, record.to_line().encode("utf-8", "surrogatepass")))
-    items.extend((skip.line, skip.data) for skip in session.skipped if skip.line)
-    items.sort(key=lambda item: item[0])
-    body = b"\n".join(data for _, data in items)
-    if items and session.trailing_newline:
-        body += b"\n"
-    return body
+    return b"".join(_pieces(session))
+
+
+def _pieces(session: Session) -> Iterator[bytes]:
+    """The JSONL bytes of a (non Anthropic Messages) session, one line (and its separator) at a time:
+    records' lines and skipped lines merged by line number, as `session_bytes` joins them."""
+    records, skipped = session.records, [skip for skip in session.skipped if skip.line]
+    keys = [r.line_no if r.line_no is not None else order for order, r in enumerate(records)]
+    items: Iterable[tuple[int, int, int]]
+    by_record = ((key, 0, order) for order, key in enumerate(keys))
+    by_skip = ((skip.line, 1, order) for order, skip in enumerate(skipped))
+    if _ascending(keys) and _ascending([skip.line for skip in skipped]):
+        items = heapq.merge(by_record, by_skip)  # lazily: no list of every line's bytes
+    else:
+        items = sorted([*by_record, *by_skip])  # the order a stable sort by line number gives, as before
+    total = len(records) + len(skipped)
+    for index, (_, is_skip, order) in enumerate(items):
+        item: Any = skipped[order] if is_skip else records[order]
+        data = item.data if is_skip else item.to_line().encode("utf-8", "surrogatepass")
+        yield data + b"\n" if index < total - 1 or session.trailing_newline else data
+
+
+def _ascending(values: Sequence[int]) -> bool:
+    return all(values[i] <= values[i + 1] for i in range(len(values) - 1))
 
 
 def _absolute(path: Path | str) -> Path:
@@ -210,11 +226,18 @@ def round_trips(session: Session) -> bool | None:
         return None
     if any(isinstance(skip.data, OversizedLine) for skip in session.skipped):
         return False  # a line over the cap was not kept: the export cannot reproduce it (and is refused)
-    data = session_bytes(session)
     try:
         with open_regular(session.source) as handle:
-            if os.fstat(handle.fileno()).st_size != len(data):
-                return False
-            return handle.read() == data
+            size = os.fstat(handle.fileno()).st_size
+            if session.format == "anthropic-messages":
+                pieces: Iterable[bytes] = [session_bytes(session)]
+            else:
+                pieces = _pieces(session)
+            seen = 0
+            for piece in pieces:  # one line at a time: memory is bounded by the longest line, not the file
+                seen += len(piece)
+                if seen > size or handle.read(len(piece)) != piece:
+                    return False
+            return seen == size and not handle.read(1)
     except OSError:
         return None
