@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from .isolation import SessionFailure, each_session, over_sessions
+from .isolation import SessionFailure, each_session, fold_sessions, stream_sessions
 from .transcript import LoadReport, Session, TranscriptError, load_paths
-from .transcript.claude_code import KNOWN_TYPES
-from .transcript.export import ExportError, check_destination, plan_export, round_trips, session_bytes, write_atomic
+from .transcript.export import ExportError, check_destination, plan_export, session_bytes, write_atomic
+from .transcript.registry import file_summaries, get_loader, load_groups
+from .transcript.session_cache import FileSummary, file_summary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -66,47 +68,92 @@ def _fail_if_nothing(sessions: list[Session], report: LoadReport) -> None:
         raise typer.Exit(1)
 
 
+def _check_load_args(fmt: str | None) -> None:
+    """Exit 2 for an unknown --format or a bad WORKBENCH_MAX_LINE_BYTES, before anything is read."""
+    from .transcript.files import max_line_bytes
+
+    try:
+        if fmt:
+            get_loader(fmt)
+        max_line_bytes()
+    except (TranscriptError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+class _Stream:
+    """The inputs' sessions read lazily, one session group (a main session and its sub-agents) at a time
+    (`workbench.transcript.load_groups`), so a command holds one group in memory, not the corpus."""
+
+    def __init__(self, paths: list[Path], fmt: str | None) -> None:
+        _check_load_args(fmt)
+        self.paths, self.fmt = paths, fmt
+        self.report = LoadReport()
+        self.records = 0
+
+    def sessions(self) -> Iterator[Session]:
+        for group in load_groups(self.paths, format=self.fmt, report=self.report):
+            self.records += sum(len(s.records) for s in group)
+            yield from group
+
+    def fail_if_nothing(self) -> None:
+        """After the stream: the load errors (one line each); exit 1 when no record could be read."""
+        for error in self.report.errors:
+            typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+        if not self.records:
+            typer.echo("error: no transcript records could be read", err=True)
+            raise typer.Exit(1)
+
+
 def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]:
-    """The ``workbench ingest`` summary (``lines == records + len(skipped)``)."""
+    """The ``workbench ingest`` summary (``lines == records + len(skipped)``) of loaded sessions."""
+    return _ingest_data([file_summary(sessions)], report)
+
+
+def _ingest_data(summaries: Iterable[FileSummary], report: LoadReport) -> dict[str, Any]:
+    """The ``workbench ingest`` summary from per-file summaries (merged as they come: one at a time)."""
     by_kind: Counter[str] = Counter()
-    warnings = []
-    for session in sessions:
-        if session.is_inline:  # a view of lines its main session owns
-            continue
-        warnings += session.metadata.get("warnings", [])
-        for record in session.records:
-            by_kind[record.kind] += 1
-            if session.format == "claude-code" and record.kind not in KNOWN_TYPES:
-                warnings.append(
-                    {
-                        "file": record.source,
-                        "line": record.line_no,
-                        "reason": f"unknown type {record.kind!r}, kept as is",
-                    }
-                )
-    checked = [s for s in sessions if round_trips(s) is not None]
-    different = [s.source for s in checked if not round_trips(s)]
+    by_format: Counter[str] = Counter()
+    skipped: list[dict[str, Any]] = []
+    warnings: list[dict[str, Any]] = []
+    different: list[str] = []
+    lines = records = sessions = subagents = checked = 0
+    for summary in summaries:
+        lines += summary.lines
+        records += summary.records
+        sessions += len(summary.sessions)
+        subagents += sum(info.is_subagent for info in summary.sessions)
+        skipped += summary.skipped
+        by_kind += summary.by_kind
+        by_format += summary.by_format
+        warnings += summary.warnings
+        checked += summary.round_trip_checked
+        different += summary.round_trip_different
     return {
         "files": len(report.files),
-        "lines": sum(s.lines for s in sessions if not s.is_inline),  # inline sub-agents: lines their main owns
-        "records": sum(len(s.records) for s in sessions if not s.is_inline),
-        "sessions": len(sessions),
-        "subagent_sessions": sum(s.is_subagent for s in sessions),
-        "skipped": [skip.as_dict() for s in sessions for skip in s.skipped],
+        "lines": lines,  # inline sub-agents: lines their main owns
+        "records": records,
+        "sessions": sessions,
+        "subagent_sessions": subagents,
+        "skipped": skipped,
         "by_kind": dict(sorted(by_kind.items())),
-        "by_format": dict(Counter(s.format for s in sessions)),
+        "by_format": dict(by_format),
         "warnings": warnings,
         "ignored": report.ignored,
         "errors": report.errors,
-        "round_trip": {"checked": len(checked), "identical": len(checked) - len(different), "different": different},
+        "round_trip": {"checked": checked, "identical": checked - len(different), "different": different},
     }
 
 
 @app.command()
 def ingest(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
-    """Load transcripts and report every line: kept as a record or skipped with file, line and reason."""
-    sessions, report = _load(paths, fmt)
-    data = ingest_report(sessions, report)
+    """Load transcripts and report every line: kept as a record or skipped with file, line and reason.
+
+    Files are read one at a time; an unchanged file's summary comes from the parsed-session cache
+    (`workbench.transcript.session_cache`: nothing is parsed)."""
+    _check_load_args(fmt)
+    report = LoadReport()
+    data = _ingest_data((summary for _, summary in file_summaries(paths, format=fmt, report=report)), report)
     lines = [
         f"{data['files']} files, {data['sessions']} sessions ({data['subagent_sessions']} sub-agent), "
         f"{data['lines']} lines -> {data['records']} records, {len(data['skipped'])} skipped",
@@ -117,7 +164,11 @@ def ingest(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> 
     lines += [f"warning {w['file']}:{w['line']}: {w['reason']}" for w in data["warnings"]]
     lines += [f"ignored {i['file']}: {i['reason']}" for i in data["ignored"]]
     _emit(data, as_json, "\n".join(lines))
-    _fail_if_nothing(sessions, report)
+    for error in report.errors:
+        typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+    if not data["records"]:
+        typer.echo("error: no transcript records could be read", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -134,25 +185,29 @@ def tokens(
 
     from .tokens.calibration import boundary_table, calibration_frame, calibration_summary
 
-    sessions, report = _load(paths, fmt)
-    _fail_if_nothing(sessions, report)
     try:
         empty = calibration_frame([], estimator)  # checks the estimator names
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
-    done = each_session(lambda s: (calibration_frame([s], estimator), boundary_table([s])), sessions, failures)
-    frames = [f for _, (f, _) in done if len(f)]
+    frames, tables, done = [], [], 0
+    for _, (part, table) in stream_sessions(
+        lambda s: (calibration_frame([s], estimator), boundary_table([s])), stream.sessions(), failures
+    ):
+        done += 1
+        frames += [part] if len(part) else []
+        tables += [table] if len(table) else []
+    stream.fail_if_nothing()
     frame = pd.concat(frames, ignore_index=True) if frames else empty
-    tables = [b for _, (_, b) in done if len(b)]
     boundaries = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     summary = calibration_summary(frame)
     data = {
         "note": None
         if len(frame)
         else "no API call with recorded usage in these sessions: nothing to calibrate against",
-        "sessions": len(done),
+        "sessions": done,
         "estimators": summary.to_dict(orient="records"),
         "boundaries": boundaries.to_dict(orient="records"),
         "failed": [f.as_dict() for f in failures],
@@ -163,7 +218,7 @@ def tokens(
             index=False
         )
     _emit(data, as_json, human)
-    _finish(failures, len(done))
+    _finish(failures, done)
 
 
 @app.command()
@@ -208,12 +263,14 @@ def validate(
     fmt: FormatOpt = None,
 ) -> None:
     """Validate the request Claude Code would have sent before every recorded API call."""
-    from .api.study import validate_report
+    from .api.study import ValidateStudy
 
-    sessions, report = _load(paths, fmt)
-    _fail_if_nothing(sessions, report)
+    stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
-    used, data = over_sessions(lambda ss: validate_report(ss, repair=not no_repair), sessions, failures)
+    study = ValidateStudy(repair=not no_repair)
+    used = fold_sessions(study.add, stream.sessions(), failures)
+    stream.fail_if_nothing()
+    data = study.report()
     data["failed"] = [f.as_dict() for f in failures]
     human = (
         f"{data['sessions']} sessions, {data['steps']} steps, "
@@ -230,12 +287,14 @@ def validate(
 @app.command()
 def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """The naive-cut study: violation rates of cuts at every index and at keep-window cut points."""
-    from .api.study import invariants_report
+    from .api.study import InvariantsStudy
 
-    sessions, report = _load(paths, fmt)
-    _fail_if_nothing(sessions, report)
+    stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
-    used, data = over_sessions(invariants_report, sessions, failures)
+    study = InvariantsStudy()
+    used = fold_sessions(study.add, stream.sessions(), failures)
+    stream.fail_if_nothing()
+    data = study.report()
     data["failed"] = [f.as_dict() for f in failures]
     lines = []
     for family in ("all_indices", "keep_window"):
@@ -333,7 +392,8 @@ def replay(
     """Replay sessions call by call through a compaction strategy."""
     from pydantic import ValidationError
 
-    from .replay import replay_frames, replay_session
+    from .replay import replay_session
+    from .replay.frames import FrameWriter
     from .strategies import create
 
     try:
@@ -343,16 +403,8 @@ def replay(
         raise typer.Exit(2) from None
     if estimator == "claude-context":
         estimator = "claude-rough"  # claude-context = usage + claude-rough; accounting uses its rough part
-    sessions, report = _load(paths, fmt)
-    _fail_if_nothing(sessions, report)
+    stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
-    done = each_session(
-        lambda s: replay_session(s, instance, estimator=estimator),
-        sessions,
-        failures,
-        progress=None if as_json else f"replay {instance.name}",
-    )
-    results = [result for _, result in done]
     keys = (
         "kind",
         "trigger",
@@ -367,26 +419,39 @@ def replay(
         "keep_start",
         "naive_start",
     )
+    rows: list[dict[str, Any]] = []
+    writer = FrameWriter(out) if out is not None else None
+    try:
+        for _, result in stream_sessions(  # one session group in memory at a time; rows go to parquet parts
+            lambda s: replay_session(s, instance, estimator=estimator),
+            stream.sessions(),
+            failures,
+            progress=None if as_json else f"replay {instance.name}",
+        ):
+            rows.append(
+                {
+                    "session_id": result.session_id,
+                    "file": result.source,
+                    "steps": len(result.steps),
+                    "peak_context_tokens": result.peak_context_tokens,
+                    "events": [{k: e.get(k) for k in keys} for e in result.events],
+                }
+            )
+            if writer is not None:
+                writer.add(result)
+        stream.fail_if_nothing()
+        if writer is not None:
+            writer.close()
+    finally:
+        if writer is not None:
+            writer.discard()
     data = {
         "strategy": instance.name,
         "config": instance.config.model_dump(mode="json"),
-        "sessions": [
-            {
-                "session_id": r.session_id,
-                "file": r.source,
-                "steps": len(r.steps),
-                "peak_context_tokens": r.peak_context_tokens,
-                "events": [{k: e.get(k) for k in keys} for e in r.events],
-            }
-            for r in results
-        ],
+        "sessions": rows,
         "failed": [f.as_dict() for f in failures],
     }
-    if out is not None and results:
-        out.mkdir(parents=True, exist_ok=True)
-        steps, events = replay_frames(results)
-        steps.to_parquet(out / "steps.parquet", index=False)
-        events.to_parquet(out / "events.parquet", index=False)
+    if out is not None and rows:
         from .report import write_manifest
 
         write_manifest(out, instance.name, instance.config.model_dump(mode="json"), paths, estimator=estimator, fmt=fmt)
@@ -397,7 +462,7 @@ def replay(
         for s in data["sessions"]
     ]
     _emit(data, as_json, "\n".join(lines))
-    _finish(failures, len(results))
+    _finish(failures, len(rows))
 
 
 @app.command()

@@ -8,6 +8,10 @@ helpers instead of a try/except of its own:
 * `over_sessions` runs an aggregate over all sessions at once (a study that tallies across sessions).
   Only when the aggregate raises does it run it on each session alone to find the ones that fail, then
   once more on the others: a run without failures pays nothing extra.
+* `stream_sessions` is `each_session` as a generator, and `fold_sessions` feeds sessions one at a time
+  to an accumulator that commits a session's contribution only when all of it was computed: the
+  commands read their inputs one session group at a time (`workbench.transcript.load_groups`) through
+  these, so memory is bounded by the largest group, not by the corpus.
 
 A failure is a `SessionFailure` (file, session id, one-line reason ``ExceptionType: message``);
 commands print it as ``error: FILE: session ID: REASON``, list it under ``failed`` in ``--json`` and
@@ -17,13 +21,13 @@ exit 0 when any session succeeded. ``WORKBENCH_DEBUG=1`` re-raises instead, for 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .transcript.model import Session
 
-__all__ = ["SessionFailure", "each_session", "over_sessions"]
+__all__ = ["SessionFailure", "each_session", "fold_sessions", "over_sessions", "stream_sessions"]
 
 T = TypeVar("T")
 
@@ -99,3 +103,50 @@ def over_sessions(
         raise error  # no session fails on its own: a failure of the aggregate itself
     failures.extend(found)
     return kept, fn(kept)
+
+
+def stream_sessions(
+    fn: Callable[[Session], T],
+    sessions: Iterable[Session],
+    failures: list[SessionFailure],
+    *,
+    progress: str | None = None,
+) -> Iterator[tuple[Session, T]]:
+    """`each_session`, lazily: ``(session, fn(session))`` as each session is computed (the sessions are
+    not listed first, so a generator of sessions is read one at a time). ``progress``: a tqdm bar
+    (without a total: the sessions are not counted first)."""
+    bar = None
+    if progress is not None:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(desc=progress, unit="session")
+    try:
+        for session in sessions:
+            try:
+                value = fn(session)
+            except Exception as exc:
+                if _debug():
+                    raise
+                failures.append(SessionFailure.of(session, exc))
+            else:
+                yield session, value
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def fold_sessions(
+    add: Callable[[Session], object],
+    sessions: Iterable[Session],
+    failures: list[SessionFailure],
+    *,
+    progress: str | None = None,
+) -> list[str]:
+    """Call ``add(session)`` for every session, one at a time; the ids of those it succeeded on.
+
+    ``add`` must leave its accumulator as it was when it raises (compute the session's part first, then
+    merge it): a failing session then contributes nothing and is reported, the others are counted.
+    """
+    return [s.id for s, _ in stream_sessions(add, sessions, failures, progress=progress)]

@@ -98,22 +98,22 @@ def test_a_failing_session_is_reported_and_the_others_finish(tmp_path: Path, mon
 
 
 def test_aggregate_commands_isolate_the_failing_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """validate and invariants tally across sessions: the aggregate is rerun without the failing one."""
+    """validate and invariants tally across sessions, one session at a time (the commands stream): a
+    session whose tally raises adds nothing, is reported, and the others are counted."""
     folder = tmp_path / "corpus"
     write_claude(folder / "a.jsonl", "s-a")
     write_claude(folder / "b.jsonl", "s-b")
     study = importlib.import_module("workbench.api.study")
 
-    for name in ("validate_report", "invariants_report"):
-        real = getattr(study, name)
+    for name in ("ValidateStudy", "InvariantsStudy"):
+        cls = getattr(study, name)
 
-        def broken(sessions, *args, _real=real, **kw):
-            sessions = list(sessions)
-            if any(s.id == "s-a" for s in sessions):
+        def broken(self, session, *args, _real=cls.add, **kw):
+            if session.id == "s-a":
                 raise OverflowError("cannot convert float infinity to integer")
-            return _real(sessions, *args, **kw)
+            return _real(self, session, *args, **kw)
 
-        monkeypatch.setattr(study, name, broken)
+        monkeypatch.setattr(cls, "add", broken)
     for command in ("validate", "invariants"):
         code, out, err = cli(command, str(folder), "--json")
         data = json.loads(out)

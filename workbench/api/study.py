@@ -55,7 +55,15 @@ from .invariants import SUMMARY_TEXT, summary_record
 from .normalize import Request, is_sent, normalize
 from .validate import Violation, original_thinking_blocks, validate
 
-__all__ = ["SUMMARY_TEXT", "cut_request", "invariants_report", "summary_record", "validate_report"]
+__all__ = [
+    "SUMMARY_TEXT",
+    "InvariantsStudy",
+    "ValidateStudy",
+    "cut_request",
+    "invariants_report",
+    "summary_record",
+    "validate_report",
+]
 
 _VARIANTS = ("naive", "repaired", "adjusted", "adjusted_thinking")
 
@@ -99,6 +107,18 @@ class _Tally:
                 self.violating[variant] += 1
             for rule in sorted(rules[variant]):
                 self.by_rule[variant][rule] += 1
+
+    def merge(self, other: _Tally) -> None:
+        """Add another tally's counts (every field is a sum)."""
+        self.cuts += other.cuts
+        self.violating += other.violating
+        for variant in _VARIANTS:
+            self.by_rule[variant] += other.by_rule[variant]
+        self.repairs += other.repairs
+        self.fallbacks += other.fallbacks
+        self.moved += other.moved
+        self.extra_records += other.extra_records
+        self.extra_tokens += other.extra_tokens
 
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -304,16 +324,34 @@ def invariants_report(sessions: Iterable[Session]) -> dict[str, Any]:
         least one violation of that rule). The ``extra_*`` means are sent records (`is_sent`) / claude-padded
         tokens kept by ``adjusted_thinking`` beyond ``adjusted``, over all cuts and over the moved cuts only.
     """
-    every, window = _Tally(), _Tally()
-    count = 0
+    study = InvariantsStudy()
     for session in sessions:
-        count += 1
+        study.add(session)
+    return study.report()
+
+
+class InvariantsStudy:
+    """`invariants_report` one session at a time: `add` each session, then `report`. A session whose
+    cuts raise adds nothing (its tallies are merged only once all of them are computed), so a command
+    can stream sessions through `workbench.isolation.fold_sessions`."""
+
+    def __init__(self) -> None:
+        self.every, self.window = _Tally(), _Tally()
+        self.sessions = 0
+
+    def add(self, session: Session) -> None:
+        every, window = _Tally(), _Tally()
         cuts = _SessionCuts(session)
         _all_index_cuts(cuts, every)
         _keep_window_cuts(cuts, window)
-    keep = window.report()
-    keep["fallbacks"] = window.fallbacks
-    return {"sessions": count, "all_indices": every.report(), "keep_window": keep}
+        self.every.merge(every)
+        self.window.merge(window)
+        self.sessions += 1
+
+    def report(self) -> dict[str, Any]:
+        keep = self.window.report()
+        keep["fallbacks"] = self.window.fallbacks
+        return {"sessions": self.sessions, "all_indices": self.every.report(), "keep_window": keep}
 
 
 def _violation_row(v: Violation, session: Session, step: int) -> dict[str, Any]:
@@ -338,22 +376,41 @@ def validate_report(sessions: Iterable[Session], *, repair: bool = True) -> dict
         ``{"sessions": n, "steps": n, "violations": [{"rule", "location", "message", "session_id",
         "step", "record_uuids"}], "repaired": number of repairs made}``.
     """
-    from .repair import repair as run_repair
-
-    n_sessions = n_steps = n_repairs = 0
-    rows: list[dict[str, Any]] = []
+    study = ValidateStudy(repair=repair)
     for session in sessions:
-        n_sessions += 1
+        study.add(session)
+    return study.report()
+
+
+class ValidateStudy:
+    """`validate_report` one session at a time (`add`, then `report`); a session that raises adds nothing."""
+
+    def __init__(self, *, repair: bool = True) -> None:
+        self.repair = repair
+        self.sessions = self.steps = self.repairs = 0
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, session: Session) -> None:
+        from .repair import repair as run_repair
+
+        steps = repairs = 0
+        rows: list[dict[str, Any]] = []
         records = session.conversation()
         originals: Mapping[str, Any] = original_thinking_blocks(records)
         for call in api_calls(records):
-            n_steps += 1
+            steps += 1
             before = records[: call.first]
             request = normalize(before[_last_boundary(before, len(before)) + 1 :])
-            if repair:
-                request, repairs = run_repair(request)
-                n_repairs += len(repairs)
+            if self.repair:
+                request, changes = run_repair(request)
+                repairs += len(changes)
             thinking = _has_thinking(records, call.indices)
             for v in validate(request, thinking=thinking, original_thinking=originals):
                 rows.append(_violation_row(v, session, call.step))
-    return {"sessions": n_sessions, "steps": n_steps, "violations": rows, "repaired": n_repairs}
+        self.sessions += 1
+        self.steps += steps
+        self.repairs += repairs
+        self.rows += rows
+
+    def report(self) -> dict[str, Any]:
+        return {"sessions": self.sessions, "steps": self.steps, "violations": list(self.rows), "repaired": self.repairs}

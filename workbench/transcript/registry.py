@@ -9,13 +9,17 @@ passed over, so nothing is dropped silently.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 from .model import Corpus, Session, Skip
+
+if TYPE_CHECKING:
+    from .session_cache import FileSummary
 
 __all__ = [
     "TRANSCRIPT_SUFFIXES",
@@ -23,9 +27,12 @@ __all__ = [
     "Loader",
     "TranscriptError",
     "detect",
+    "file_summaries",
     "get_loader",
+    "group_files",
     "iter_files",
     "load_corpus",
+    "load_groups",
     "load_paths",
     "loaders",
     "register",
@@ -184,49 +191,126 @@ def load_paths(
     transcript suffix (`TRANSCRIPT_SUFFIXES`), which makes them ``report.errors``; so are files that
     cannot be read (with the reason: permission, not a regular file, ...) and a loader that fails on a
     file (the other files are still read). Every session passes `sanitize.check_session` (usage values
-    and lone surrogates; problems become ``metadata["warnings"]``).
+    and lone surrogates; problems become ``metadata["warnings"]``). Files are read one at a time (a
+    generator: only the sessions the caller keeps stay in memory) through the parsed-session cache
+    (`workbench.transcript.session_cache`).
 
     Raises:
         TranscriptError: ``format`` names no loader.
         ValueError: ``WORKBENCH_MAX_LINE_BYTES`` is not a positive number.
     """
-    from .sanitize import check_session
-
     report = report if report is not None else LoadReport()
+    forced = _prepare(format)
+    for path, named in iter_files(list(paths), report):
+        yield from _load_file(path, named, forced, report) or ()
+
+
+def load_groups(
+    paths: Iterable[Path | str], *, format: str | None = None, report: LoadReport | None = None
+) -> Iterator[list[Session]]:
+    """The sessions of `load_paths`, one *session group* at a time: a main session with its sub-agents
+    (`group_files`), so a command can hold one group in memory, not the corpus. Groups come in the
+    order of their first file; the sessions of a group in file order."""
+    report = report if report is not None else LoadReport()
+    forced = _prepare(format)
+    for group in group_files(list(iter_files(list(paths), report))):
+        sessions = [s for path, named in group for s in _load_file(path, named, forced, report) or ()]
+        if sessions:
+            yield sessions
+
+
+def file_summaries(
+    paths: Iterable[Path | str], *, format: str | None = None, report: LoadReport | None = None
+) -> Iterator[tuple[Path, FileSummary]]:
+    """``(file, FileSummary)`` per transcript file, from the parsed-session cache when the file is
+    unchanged (then nothing is parsed), with the same errors and ignored files as `load_paths`."""
+    report = report if report is not None else LoadReport()
+    forced = _prepare(format)
+    for path, named in iter_files(list(paths), report):
+        found = _load_file(path, named, forced, report, summary=True)
+        if found is not None:
+            yield path, found
+
+
+def _prepare(format: str | None) -> Loader | None:
     forced = get_loader(format) if format else None
     max_line_bytes()  # a bad WORKBENCH_MAX_LINE_BYTES is a ValueError before any file is read
     _ensure_builtin()
-    for path, named in iter_files(list(paths), report):
-        try:
-            head = read_head(path, HEAD_BYTES)
-        except NotRegularFile as exc:
-            report.error(path, exc.reason)
-            continue
-        except OSError as exc:
-            report.error(path, f"cannot read: {exc.strerror or exc}")
-            continue
-        loader = forced or detect(path, head)
-        if loader is None:
-            if not head:
-                (report.error if named else report.ignore)(path, "empty file")
-            elif named or path.name.endswith(TRANSCRIPT_SUFFIXES):
-                report.error(path, _why_not(head))
-            else:
-                report.ignore(path, "not a recognised transcript format")
-            continue
-        try:
-            sessions = [check_session(s) for s in loader.load(path)]
-        except NotRegularFile as exc:
-            report.error(path, exc.reason)
-            continue
-        except OSError as exc:
-            report.error(path, f"cannot read: {exc.strerror or exc}")
-            continue
-        except Exception as exc:  # a loader bug on one file must not lose the others: report it
-            report.error(path, f"the {loader.name} loader failed: {type(exc).__name__}: {_one_line(exc)}")
-            continue
-        report.files.append(str(path))
-        yield from sessions
+    return forced
+
+
+def _load_file(path: Path, named: bool, forced: Loader | None, report: LoadReport, *, summary: bool = False) -> Any:
+    """One file's sessions (``summary``: its `FileSummary`), or None when it is not read (then it is
+    in ``report.errors`` or ``report.ignored``)."""
+    from .sanitize import check_session
+    from .session_cache import cached_sessions, cached_summary
+
+    try:
+        head = read_head(path, HEAD_BYTES)
+    except NotRegularFile as exc:
+        report.error(path, exc.reason)
+        return None
+    except OSError as exc:
+        report.error(path, f"cannot read: {exc.strerror or exc}")
+        return None
+    loader = forced or detect(path, head)
+    if loader is None:
+        if not head:
+            (report.error if named else report.ignore)(path, "empty file")
+        elif named or path.name.endswith(TRANSCRIPT_SUFFIXES):
+            report.error(path, _why_not(head))
+        else:
+            report.ignore(path, "not a recognised transcript format")
+        return None
+    found = loader
+
+    def load() -> list[Session]:
+        return [check_session(s) for s in found.load(path)]
+
+    try:
+        result = (cached_summary if summary else cached_sessions)(path, loader.name, load)
+    except NotRegularFile as exc:
+        report.error(path, exc.reason)
+        return None
+    except OSError as exc:
+        report.error(path, f"cannot read: {exc.strerror or exc}")
+        return None
+    except Exception as exc:  # a loader bug on one file must not lose the others: report it
+        report.error(path, f"the {loader.name} loader failed: {type(exc).__name__}: {_one_line(exc)}")
+        return None
+    report.files.append(str(path))
+    return result
+
+
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+
+
+def group_files(files: Sequence[tuple[Path, bool]]) -> list[list[tuple[Path, bool]]]:
+    """``files`` in session groups: a Claude Code main session ``<dir>/<id>.jsonl`` with its sub-agent
+    transcripts ``<dir>/<id>/subagents/*.jsonl`` (docs §7.1) and, in the older flat layout, the
+    ``<dir>/agent-*.jsonl`` files whose first ``sessionId`` is ``<id>``; any other file is a group of
+    its own. Groups come in the order of their first file, files keep their order within a group."""
+    groups: dict[Any, list[tuple[Path, bool]]] = {}
+    for item in files:
+        path = item[0]
+        key: Any = path
+        if path.parent.name == "subagents":
+            key = path.parent.parent.parent / path.parent.parent.name
+        elif path.name.startswith("agent-") and path.suffix == ".jsonl":
+            sid = _first_session_id(path)
+            key = path.parent / sid if sid else path
+        elif path.suffix == ".jsonl":
+            key = path.parent / path.stem
+        groups.setdefault(key, []).append(item)
+    return list(groups.values())
+
+
+def _first_session_id(path: Path) -> str | None:
+    try:
+        match = _SESSION_ID.search(read_head(path, HEAD_BYTES))
+    except OSError:
+        return None
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _one_line(exc: BaseException) -> str:

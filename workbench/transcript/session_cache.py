@@ -1,0 +1,321 @@
+"""The parsed-session cache: a file's loaded sessions, and what ``ingest`` and sweep planning need of them,
+kept on disk under ``WORKBENCH_CACHE_DIR/sessions`` and keyed by the file's content.
+
+**Key.** A BLAKE2b hash of the file's bytes (read in 1 MiB chunks; the content decides, never the size
+or mtime), the path as given (sessions carry it: ``Session.source``, skips, warnings, and sub-agent ids
+derived from folder and file names), the loader's name, `loader_version` (the package version and a hash
+of every ``workbench/transcript`` source file, so any change to loading invalidates every entry) and the
+line cap (`files.max_line_bytes`). Two entries per key:
+
+* ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled.
+  Read back about twice as fast as parsing again with orjson (the Record objects are the cost of both);
+  `wb.load` and every command reading sessions use it.
+* ``<key>.summary``: `FileSummary`, what ``workbench ingest`` reports of the file (lines, records, kinds,
+  skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
+  count). A warm ``ingest`` and sweep planning read only these: hashing the files is all they do.
+
+**A file that changed** (a session Claude Code is still appending to) has another hash, so it is read
+again in full (no re-reading from the offset where it changed: a complete re-read is always right,
+including for inline sub-agent chains and the session-level fields derived from all lines). The new
+entries replace the old ones of that path (a small pointer file per path), so the cache does not grow
+with every append. A file that changes *while* it is read is not cached.
+
+**Faults.** Entries are written to a temporary file and renamed into place, so concurrent processes
+(sweep workers, notebook kernels) see a whole entry or none. An entry that cannot be read back (corrupt,
+truncated, written by an incompatible Python) is treated as missing and rewritten; a cache folder that
+cannot be written (disk full, read-only) turns the cache off for the process. Either warns once
+(`SessionCacheWarning`) and the results are the same, only slower. ``WORKBENCH_SESSION_CACHE=0``
+turns the cache off (the benchmarks use it to measure cold loads).
+
+Pickle runs code named in the data it reads: the cache folder must be as private as the transcripts
+(it is the user's own ``~/.cache/workbench``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .files import max_line_bytes, open_regular
+from .model import Session
+
+__all__ = [
+    "CACHE_ENV",
+    "FileSummary",
+    "SessionCacheWarning",
+    "SessionInfo",
+    "cache_enabled",
+    "cached_sessions",
+    "cached_summary",
+    "content_hash",
+    "file_summary",
+    "loader_version",
+]
+
+CACHE_ENV = "WORKBENCH_SESSION_CACHE"
+_CHUNK = 1 << 20
+
+
+class SessionCacheWarning(RuntimeWarning):
+    """The parsed-session cache cannot be used (or one entry could not be read); loading goes on without it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What planning needs of a session without its records (`Session` has the same attributes)."""
+
+    id: str
+    source: str | None
+    format: str
+    fingerprint: str
+    n_records: int
+    is_subagent: bool
+    is_inline: bool
+    session_id: str | None = None
+    parent_session_id: str | None = None
+
+    @classmethod
+    def of(cls, session: Session) -> SessionInfo:
+        return cls(
+            session.id,
+            session.source,
+            session.format,
+            session.fingerprint,
+            len(session.records),
+            session.is_subagent,
+            session.is_inline,
+            session.session_id,
+            session.parent_session_id,
+        )
+
+
+@dataclass
+class FileSummary:
+    """What ``workbench ingest`` reports of one file's sessions (inline sub-agent sessions are views of
+    their main session's lines: counted as sessions, not as lines or records)."""
+
+    lines: int = 0
+    records: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    by_kind: Counter[str] = field(default_factory=Counter)
+    by_format: Counter[str] = field(default_factory=Counter)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    round_trip_checked: int = 0
+    round_trip_different: list[str] = field(default_factory=list)
+    sessions: list[SessionInfo] = field(default_factory=list)
+
+
+def file_summary(sessions: Iterable[Session]) -> FileSummary:
+    """The `FileSummary` of sessions (one file's, or any)."""
+    from .claude_code import KNOWN_TYPES
+    from .export import round_trips
+
+    out = FileSummary()
+    for session in sessions:
+        out.sessions.append(SessionInfo.of(session))
+        out.by_format[session.format] += 1
+        out.skipped += [skip.as_dict() for skip in session.skipped]
+        identical = round_trips(session)
+        if identical is not None:
+            out.round_trip_checked += 1
+            if not identical:
+                out.round_trip_different.append(str(session.source))
+        if session.is_inline:  # a view of lines its main session owns
+            continue
+        out.lines += session.lines
+        out.records += len(session.records)
+        out.warnings += session.metadata.get("warnings", [])
+        for record in session.records:
+            out.by_kind[record.kind] += 1
+            if session.format == "claude-code" and record.kind not in KNOWN_TYPES:
+                out.warnings.append(
+                    {
+                        "file": record.source,
+                        "line": record.line_no,
+                        "reason": f"unknown type {record.kind!r}, kept as is",
+                    }
+                )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- keys
+
+
+@lru_cache(maxsize=1)
+def loader_version() -> str:
+    """The package version and a hash of every ``workbench/transcript`` source file."""
+    from .. import __version__
+
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()}"
+
+
+def content_hash(path: Path | str) -> tuple[str, tuple[int, int, int]]:
+    """``(BLAKE2b of the file's bytes, (size, mtime_ns, inode) when it was opened)``."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open_regular(path) as handle:
+        info = os.fstat(handle.fileno())
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest(), (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def _stamp(path: Path | str) -> tuple[int, int, int]:
+    info = os.stat(path)
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def _hash(*parts: object) -> str:
+    return hashlib.blake2b("\x00".join(map(str, parts)).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- store
+
+_STATE: dict[str, Any] = {"off": None, "warned_corrupt": False}
+
+
+def cache_enabled() -> bool:
+    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "off", "false", "no") and not _STATE["off"]
+
+
+def _root() -> Path:
+    from ..cache import cache_root
+
+    return cache_root() / "sessions"
+
+
+def _degrade(exc: BaseException) -> None:
+    if _STATE["off"] is None:
+        _STATE["off"] = str(exc)
+        warnings.warn(
+            f"session cache {_root()}: {exc}: loading without the cache from here on (same sessions, only slower)",
+            SessionCacheWarning,
+            stacklevel=3,
+        )
+
+
+def _read(key: str, kind: str) -> Any:
+    """The entry, or None when it is missing or cannot be read (then warned about once)."""
+    path = _root() / key[:2] / f"{key}.{kind}"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _degrade(exc)
+        return None
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # corrupt, truncated, incompatible: a miss, rewritten below
+        if not _STATE["warned_corrupt"]:
+            _STATE["warned_corrupt"] = True
+            warnings.warn(
+                f"session cache entry {path} cannot be read ({type(exc).__name__}: {exc}); reading the file instead",
+                SessionCacheWarning,
+                stacklevel=3,
+            )
+        return None
+
+
+def _write(key: str, kind: str, value: Any, pointer: str) -> None:
+    """Write an entry atomically and point ``pointer`` (one per path and loader) at it, removing the
+    entries the pointer named before (the file's older contents)."""
+    folder = _root() / key[:2]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic(folder / f"{key}.{kind}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        marks = _root() / "paths"
+        marks.mkdir(exist_ok=True)
+        mark = marks / pointer
+        try:
+            previous = mark.read_text().strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            previous = ""
+        if previous != key:
+            _atomic(mark, key.encode())
+            if len(previous) == len(key) and previous.isalnum():
+                for old in ("sessions", "summary"):
+                    (_root() / previous[:2] / f"{previous}.{old}").unlink(missing_ok=True)
+    except OSError as exc:
+        _degrade(exc)
+
+
+def _atomic(target: Path, data: bytes) -> None:
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------- API
+
+
+@dataclass(frozen=True)
+class _Entry:
+    key: str
+    pointer: str
+    stamp: tuple[int, int, int]
+
+
+def _entry(path: Path, loader_name: str) -> _Entry:
+    digest, stamp = content_hash(path)
+    settings = (loader_name, loader_version(), max_line_bytes())
+    return _Entry(_hash(*settings, str(path), digest), _hash(*settings, str(path)), stamp)
+
+
+def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Session]]) -> list[Session]:
+    """The sessions of ``path`` from the cache, or ``load()`` (then cached)."""
+    if not cache_enabled():
+        return load()
+    entry = _entry(path, loader_name)
+    found = _read(entry.key, "sessions")
+    if isinstance(found, list):
+        return found
+    sessions = load()
+    if _unchanged(path, entry):
+        _write(entry.key, "sessions", sessions, entry.pointer)
+    return sessions
+
+
+def cached_summary(path: Path, loader_name: str, load: Callable[[], list[Session]]) -> FileSummary:
+    """The `FileSummary` of ``path`` from the cache, or of its sessions (`cached_sessions`; then cached)."""
+    if not cache_enabled():
+        return file_summary(load())
+    entry = _entry(path, loader_name)
+    found = _read(entry.key, "summary")
+    if isinstance(found, FileSummary):
+        return found
+    sessions = _read(entry.key, "sessions")
+    fresh = not isinstance(sessions, list)
+    if fresh:
+        sessions = load()
+    summary = file_summary(sessions)
+    if _unchanged(path, entry):
+        if fresh:
+            _write(entry.key, "sessions", sessions, entry.pointer)
+        _write(entry.key, "summary", summary, entry.pointer)
+    return summary
+
+
+def _unchanged(path: Path, entry: _Entry) -> bool:
+    """The file is as it was when hashed (else what was loaded may not match the key: not cached)."""
+    try:
+        return _stamp(path) == entry.stamp
+    except OSError:
+        return False
