@@ -1,0 +1,187 @@
+"""The parsed-session cache (`workbench.transcript.session_cache`): warm loads parse nothing, a changed
+file (appended to, or rewritten with the same size and mtime) is read again in full, faults degrade to
+no cache with one warning, and every result is the one a cold load gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+from hostile import claude_lines, cli, write_claude
+
+from workbench.transcript import claude_code, session_cache
+from workbench.transcript.registry import file_summaries, load_groups, load_paths
+from workbench.transcript.session_cache import SessionCacheWarning
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh cache folder and fresh degradation state."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(root))
+    monkeypatch.delenv(session_cache.CACHE_ENV, raising=False)
+    monkeypatch.setattr(session_cache, "_STATE", {"off": None, "warned_corrupt": False})
+    return root / "sessions"
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the Claude Code loader actually parsed."""
+    seen: list[str] = []
+    real = claude_code.ClaudeCodeLoader.load
+
+    def load(self: claude_code.ClaudeCodeLoader, path: Path) -> list:
+        seen.append(Path(path).name)
+        return real(self, path)
+
+    monkeypatch.setattr(claude_code.ClaudeCodeLoader, "load", load)
+    return seen
+
+
+def _lines(sessions: list) -> list[list[str | None]]:
+    return [[r.line for r in s.records] for s in sessions]
+
+
+def test_a_warm_load_parses_nothing_and_gives_the_same_sessions(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    write_claude(folder / "b.jsonl", "s-b", input_tokens="NaN")  # a warning, cached with the session
+    cold = list(load_paths([folder]))
+    assert sorted(parses) == ["a.jsonl", "b.jsonl"]
+    warm = list(load_paths([folder]))
+    assert sorted(parses) == ["a.jsonl", "b.jsonl"], "the warm load parsed again"
+    assert [s.id for s in warm] == [s.id for s in cold] and _lines(warm) == _lines(cold)
+    assert [s.fingerprint for s in warm] == [s.fingerprint for s in cold]
+    assert warm[1].metadata["warnings"] == cold[1].metadata["warnings"] != []
+    summaries = [summary for _, summary in file_summaries([folder])]
+    assert sorted(parses) == ["a.jsonl", "b.jsonl"], "the summaries parsed again"
+    assert [info.fingerprint for s in summaries for info in s.sessions] == [s.fingerprint for s in cold]
+
+
+def test_warm_ingest_reports_exactly_what_a_cold_one_does(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    (folder / "b.jsonl").write_text("\n".join(claude_lines("s-b")) + "\n{not json\n", encoding="utf-8")
+    (folder / "README.md").write_text("not a transcript")
+    code, cold, _ = cli("ingest", str(folder), "--json")
+    assert code == 0 and len(parses) == 2
+    code, warm, _ = cli("ingest", str(folder), "--json")
+    assert code == 0 and len(parses) == 2, "a warm ingest parsed again"
+    assert json.loads(warm) == json.loads(cold)
+    data = json.loads(warm)
+    assert data["lines"] == data["records"] + len(data["skipped"]) == 9
+    assert data["round_trip"] == {"checked": 2, "identical": 2, "different": []}
+
+
+def test_an_appended_file_is_read_again_in_full(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    """A session Claude Code is still writing: the cache entry of the old content is not used (full
+    re-read, not from the offset), and it is replaced rather than kept beside the new one."""
+    path = write_claude(tmp_path / "live.jsonl", "s-live")
+    (first,) = load_paths([path])
+    assert len(first.records) == 4
+    extra = json.dumps({"type": "user", "uuid": "u9", "sessionId": "s-live", "message": {"role": "user", "content": "more"}})
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(extra + "\n")
+    (second,) = load_paths([path])
+    assert parses == ["live.jsonl", "live.jsonl"]
+    assert len(second.records) == 5 and second.records[-1].line == extra
+    assert [r.line for r in second.records[:4]] == [r.line for r in first.records]
+    entries = sorted(p.suffix for p in cache.rglob("*.sessions"))
+    assert entries == [".sessions"], "the old content's entry was kept"
+
+
+def test_the_content_decides_not_size_or_mtime(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    path = write_claude(tmp_path / "x.jsonl", "s-x", text="aaaa")
+    stat = os.stat(path)
+    (before,) = load_paths([path])
+    write_claude(path, "s-x", text="bbbb")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime
+    assert os.stat(path).st_size == stat.st_size and os.stat(path).st_mtime_ns == stat.st_mtime_ns
+    (after,) = load_paths([path])
+    assert len(parses) == 2 and after.records[-1].text == "bbbb" != before.records[-1].text
+
+
+def test_the_line_cap_is_part_of_the_key(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_claude(tmp_path / "x.jsonl", "s-x")
+    (full,) = load_paths([path])
+    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "200")
+    (capped,) = load_paths([path])
+    assert len(parses) == 2 and len(capped.skipped) > 0 == len(full.skipped)
+
+
+def test_a_corrupt_entry_warns_once_and_is_rewritten(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    a = write_claude(tmp_path / "a.jsonl", "s-a")
+    b = write_claude(tmp_path / "b.jsonl", "s-b")
+    cold = list(load_paths([a, b]))
+    for entry in cache.rglob("*.sessions"):
+        entry.write_bytes(b"\x80\x05garbage")  # truncated / damaged pickles
+    with pytest.warns(SessionCacheWarning, match="cannot be read") as caught:
+        again = list(load_paths([a, b]))
+    assert len(caught) == 1 and _lines(again) == _lines(cold) and len(parses) == 4
+    list(load_paths([a, b]))
+    assert len(parses) == 4, "the rewritten entries were not used"
+
+
+def test_a_cache_that_cannot_be_written_degrades_with_one_warning(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*_args: object, **_kw: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(session_cache, "_atomic", full)
+    paths = [write_claude(tmp_path / f"{n}.jsonl", f"s-{n}") for n in "abc"]
+    with pytest.warns(SessionCacheWarning, match="No space left on device") as caught:
+        sessions = list(load_paths(paths))
+    assert len(caught) == 1 and [s.id for s in sessions] == ["s-a", "s-b", "s-c"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        list(load_paths(paths))  # off for the process: no second warning
+    assert len(parses) == 6
+
+
+def test_the_cache_can_be_turned_off(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(session_cache.CACHE_ENV, "0")
+    path = write_claude(tmp_path / "a.jsonl", "s-a")
+    list(load_paths([path]))
+    list(load_paths([path]))
+    assert len(parses) == 2 and not cache.exists()
+
+
+def test_a_file_changing_while_it_is_read_is_not_cached(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_claude(tmp_path / "a.jsonl", "s-a")
+    real = claude_code.ClaudeCodeLoader.load
+
+    def appending(self: claude_code.ClaudeCodeLoader, where: Path) -> list:
+        out = real(self, where)
+        with Path(where).open("a") as handle:  # Claude Code writes a line while we read
+            handle.write(claude_lines("s-a")[0] + "\n")
+        return out
+
+    monkeypatch.setattr(claude_code.ClaudeCodeLoader, "load", appending)
+    list(load_paths([path]))
+    assert not list(cache.rglob("*.sessions"))
+
+
+def test_groups_hold_a_main_session_with_its_sub_agents(tmp_path: Path, cache: Path) -> None:
+    folder = tmp_path / "project"
+    write_claude(folder / "main-1.jsonl", "main-1")
+    write_claude(folder / "main-1" / "subagents" / "agent-x1.jsonl", "main-1")
+    write_claude(folder / "agent-old.jsonl", "main-2")  # the flat layout: the parent's sessionId inside
+    write_claude(folder / "main-2.jsonl", "main-2")
+    write_claude(folder / "other.jsonl", "other")
+    groups = [[s.id for s in group] for group in load_groups([folder])]
+    assert sorted(map(sorted, groups)) == [
+        ["main-1", "main-1/agent-x1"],
+        ["main-2", "main-2/agent-old"],
+        ["other"],
+    ]
+    assert sorted(s for g in groups for s in g) == sorted(s.id for s in load_paths([folder]))
