@@ -82,7 +82,9 @@ def test_an_appended_file_is_read_again_in_full(tmp_path: Path, cache: Path, par
     path = write_claude(tmp_path / "live.jsonl", "s-live")
     (first,) = load_paths([path])
     assert len(first.records) == 4
-    extra = json.dumps({"type": "user", "uuid": "u9", "sessionId": "s-live", "message": {"role": "user", "content": "more"}})
+    extra = json.dumps(
+        {"type": "user", "uuid": "u9", "sessionId": "s-live", "message": {"role": "user", "content": "more"}}
+    )
     with path.open("a", encoding="utf-8") as handle:
         handle.write(extra + "\n")
     (second,) = load_paths([path])
@@ -185,3 +187,19 @@ def test_groups_hold_a_main_session_with_its_sub_agents(tmp_path: Path, cache: P
         ["other"],
     ]
     assert sorted(s for g in groups for s in g) == sorted(s.id for s in load_paths([folder]))
+
+
+def test_an_unchanged_file_is_not_even_hashed_again(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash is remembered with the file's inode, size, mtime and ctime: a warm ingest reads no transcript."""
+    path = write_claude(tmp_path / "a.jsonl", "s-a")
+    list(file_summaries([path]))
+    hashed: list[Path] = []
+    real = session_cache.content_hash
+    monkeypatch.setattr(session_cache, "content_hash", lambda p: hashed.append(p) or real(p))
+    list(file_summaries([path]))
+    assert hashed == [] and len(parses) == 1
+    path.write_text(path.read_text() + "\n")  # changed: hashed again, and parsed again
+    list(file_summaries([path]))
+    assert hashed == [path] and len(parses) == 2

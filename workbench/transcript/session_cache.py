@@ -1,18 +1,22 @@
 """The parsed-session cache: a file's loaded sessions, and what ``ingest`` and sweep planning need of them,
 kept on disk under ``WORKBENCH_CACHE_DIR/sessions`` and keyed by the file's content.
 
-**Key.** A BLAKE2b hash of the file's bytes (read in 1 MiB chunks; the content decides, never the size
-or mtime), the path as given (sessions carry it: ``Session.source``, skips, warnings, and sub-agent ids
-derived from folder and file names), the loader's name, `loader_version` (the package version and a hash
-of every ``workbench/transcript`` source file, so any change to loading invalidates every entry) and the
-line cap (`files.max_line_bytes`). Two entries per key:
+**Key.** A BLAKE2b hash of the file's bytes (read in 1 MiB chunks), the path as given (sessions carry
+it: ``Session.source``, skips, warnings, and sub-agent ids derived from folder and file names), the
+loader's name, `loader_version` (the package version and a hash of every ``workbench/transcript``
+source file, so any change to loading invalidates every entry) and the line cap
+(`files.max_line_bytes`). The content decides; the hash is only *remembered*, in a small pointer file
+per path, together with the file's device, inode, size, mtime and ctime, and reused while all five
+are unchanged (any write moves mtime and ctime; setting an old mtime back with ``utime`` still moves the
+ctime, which no user call can set), so a warm run over an unchanged corpus reads no transcript. Two
+entries per key:
 
-* ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled.
-  Read back about twice as fast as parsing again with orjson (the Record objects are the cost of both);
-  `wb.load` and every command reading sessions use it.
+* ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled
+  (about twice the file's size). Read back about twice as fast as parsing again with orjson (the Record
+  objects are the cost of both); `wb.load`, the commands that read sessions and sweep workers use it.
 * ``<key>.summary``: `FileSummary`, what ``workbench ingest`` reports of the file (lines, records, kinds,
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
-  count). A warm ``ingest`` and sweep planning read only these: hashing the files is all they do.
+  count). ``ingest`` and sweep planning read only these (and write only these).
 
 **A file that changed** (a session Claude Code is still appending to) has another hash, so it is read
 again in full (no re-reading from the offset where it changed: a complete re-read is always right,
@@ -34,6 +38,7 @@ Pickle runs code named in the data it reads: the cache folder must be as private
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import tempfile
@@ -162,19 +167,22 @@ def loader_version() -> str:
     return f"{__version__}+{digest.hexdigest()}"
 
 
-def content_hash(path: Path | str) -> tuple[str, tuple[int, int, int]]:
-    """``(BLAKE2b of the file's bytes, (size, mtime_ns, inode) when it was opened)``."""
+def content_hash(path: Path | str) -> tuple[str, tuple[int, ...]]:
+    """``(BLAKE2b of the file's bytes, its stamp when it was opened)`` (`_stamp`)."""
     digest = hashlib.blake2b(digest_size=16)
     with open_regular(path) as handle:
-        info = os.fstat(handle.fileno())
+        stamp = _stamp_of(os.fstat(handle.fileno()))
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
-    return digest.hexdigest(), (info.st_size, info.st_mtime_ns, info.st_ino)
+    return digest.hexdigest(), stamp
 
 
-def _stamp(path: Path | str) -> tuple[int, int, int]:
-    info = os.stat(path)
-    return (info.st_size, info.st_mtime_ns, info.st_ino)
+def _stamp(path: Path | str) -> tuple[int, ...]:
+    return _stamp_of(os.stat(path))
+
+
+def _stamp_of(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _hash(*parts: object) -> str:
@@ -229,25 +237,22 @@ def _read(key: str, kind: str) -> Any:
         return None
 
 
-def _write(key: str, kind: str, value: Any, pointer: str) -> None:
-    """Write an entry atomically and point ``pointer`` (one per path and loader) at it, removing the
-    entries the pointer named before (the file's older contents)."""
+def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
+    """Write an entry atomically and point the path's pointer at it (with the file's stamp and hash),
+    removing the entries the pointer named before (the file's older contents)."""
     folder = _root() / key[:2]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _atomic(folder / f"{key}.{kind}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         marks = _root() / "paths"
         marks.mkdir(exist_ok=True)
-        mark = marks / pointer
-        try:
-            previous = mark.read_text().strip()
-        except (FileNotFoundError, UnicodeDecodeError):
-            previous = ""
-        if previous != key:
-            _atomic(mark, key.encode())
-            if len(previous) == len(key) and previous.isalnum():
-                for old in ("sessions", "summary"):
-                    (_root() / previous[:2] / f"{previous}.{old}").unlink(missing_ok=True)
+        previous = (_pointed(entry.pointer) or {}).get("key")
+        mark = {"key": key, "stamp": list(entry.stamp), "digest": entry.digest}
+        if previous != key or _pointed(entry.pointer) != mark:
+            _atomic(marks / entry.pointer, json.dumps(mark).encode())
+        if isinstance(previous, str) and previous != key and len(previous) == len(key) and previous.isalnum():
+            for old in ("sessions", "summary"):
+                (_root() / previous[:2] / f"{previous}.{old}").unlink(missing_ok=True)
     except OSError as exc:
         _degrade(exc)
 
@@ -270,13 +275,31 @@ def _atomic(target: Path, data: bytes) -> None:
 class _Entry:
     key: str
     pointer: str
-    stamp: tuple[int, int, int]
+    stamp: tuple[int, ...]
+    digest: str
 
 
 def _entry(path: Path, loader_name: str) -> _Entry:
-    digest, stamp = content_hash(path)
+    """The file's cache key. Its content hash is computed, unless the path's pointer recorded it for a
+    file with the same device, inode, size, mtime *and ctime* (any write, and any ``utime`` that sets an
+    old mtime back, moves the ctime, which no user call can set), so an unchanged corpus is not read."""
     settings = (loader_name, loader_version(), max_line_bytes())
-    return _Entry(_hash(*settings, str(path), digest), _hash(*settings, str(path)), stamp)
+    pointer = _hash(*settings, str(path))
+    stamp = _stamp(path)
+    known = _pointed(pointer)
+    if known is not None and tuple(known.get("stamp", ())) == stamp and isinstance(known.get("digest"), str):
+        digest = known["digest"]
+    else:
+        digest, stamp = content_hash(path)
+    return _Entry(_hash(*settings, str(path), digest), pointer, stamp, digest)
+
+
+def _pointed(pointer: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads((_root() / "paths" / pointer).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Session]]) -> list[Session]:
@@ -289,7 +312,7 @@ def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Sessio
         return found
     sessions = load()
     if _unchanged(path, entry):
-        _write(entry.key, "sessions", sessions, entry.pointer)
+        _write(entry.key, "sessions", sessions, entry)
     return sessions
 
 
@@ -302,14 +325,11 @@ def cached_summary(path: Path, loader_name: str, load: Callable[[], list[Session
     if isinstance(found, FileSummary):
         return found
     sessions = _read(entry.key, "sessions")
-    fresh = not isinstance(sessions, list)
-    if fresh:
-        sessions = load()
+    if not isinstance(sessions, list):
+        sessions = load()  # not written: an ingest needs only the summary (the sessions cost ~2x the file)
     summary = file_summary(sessions)
     if _unchanged(path, entry):
-        if fresh:
-            _write(entry.key, "sessions", sessions, entry.pointer)
-        _write(entry.key, "summary", summary, entry.pointer)
+        _write(entry.key, "summary", summary, entry)
     return summary
 
 

@@ -1,0 +1,202 @@
+"""Benchmark (issue #17): a heavy user's history, at 1x, 8x and ~1 GB of Claude Code JSONL.
+
+Builds, in a temporary folder (deleted afterwards; nothing is written into the repository), corpora of
+N copies of the real Claude Code corpus (``$WORKBENCH_CORPUS/claude-code`` and ``claude-code-more``)
+with every UUID (session ids, record uuids, file and folder names) rewritten per copy, so every copy's
+sessions are distinct sessions, and a ~1 GB corpus of `workbench.synthetic` sessions (generated from a
+few seeds, then copied the same way). For each size it runs, each as its own process with its own
+cold caches, and reports wall time, peak RSS (``os.wait4``: the child's own maximum resident set) and
+throughput (corpus MB / wall s):
+
+* ``floor``: the decoder's parse + count floor: read every file, decode every line with orjson and count
+  chars/4 of every line (what any loader must at least do), in a bare Python process;
+* ``ingest cold`` / ``ingest warm``: ``workbench ingest --json`` with an empty cache, then again (the
+  parsed-session cache: only hashing);
+* ``replay``: ``workbench replay -s claude-code --json`` (token counts warm from a first replay, so the
+  figure is the replay's own cost: cold counting is the token cache's business, bench_tokens.py);
+* ``sweep``: ``workbench sweep`` of a small spec (``none`` and ``claude-code`` on every session) over the
+  corpus, planned from the per-file summaries (no parse when warm), local executor.
+
+Targets: replay within 2x of the floor; the 8x corpus's peak RSS at most 1.5x the 1x corpus's (ingest,
+replay, sweep); a warm ingest at least 10x faster than a cold one. Every figure is measured in this run
+(the machine may be loaded: compare the ratios, which are taken within the run).
+
+Usage: ``python benchmarks/bench_scale.py [--sizes 1,8] [--big-mb 1024] [--skip-sweep] [--json]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+FLOOR = r"""
+import os, sys, orjson
+total = 0
+for root in sys.argv[1:]:
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if not name.endswith(".jsonl"):
+                continue
+            with open(os.path.join(folder, name), "rb") as handle:
+                for line in handle.read().split(b"\n"):
+                    if line.strip():
+                        orjson.loads(line)
+                        total += len(line) // 4
+print(total)
+"""
+
+SPEC = """name: scale
+corpus: [{corpus}]
+estimator: claude-rough
+metrics: [savings, validity, cost]
+strategies:
+  - name: none
+  - name: claude-code
+"""
+
+
+def _copy_with_new_ids(sources: list[Path], out: Path, copies: int, label: str) -> None:
+    """``copies`` copies of every .jsonl under ``sources`` below ``out``, UUIDs rewritten per copy."""
+    for copy in range(copies):
+        space = uuid.uuid5(uuid.NAMESPACE_URL, f"workbench-bench-scale/{label}/{copy}")
+
+        def new(old: str, space: uuid.UUID = space) -> str:
+            return str(uuid.uuid5(space, old))
+
+        for source in sources:
+            for path in sorted(source.rglob("*.jsonl")):
+                relative = _UUID_TEXT.sub(lambda m: new(m.group()), str(path.relative_to(source)))
+                target = out / f"copy-{copy:04d}" / source.name / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                data = path.read_bytes()
+                target.write_bytes(_UUID.sub(lambda m: new(m.group().decode()).encode(), data))
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*.jsonl")) / 1e6
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall s, peak RSS MB, stdout) of one child process."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=ROOT)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read().decode(), err.read().decode()
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} … exited {child.returncode}: {errors[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, text
+
+
+def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, float]]:
+    python = sys.executable
+    workbench = [python, "-m", "workbench.cli"]
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("WORKBENCH_SESSION_CACHE", None)
+    shutil.rmtree(work / "cache", ignore_errors=True)
+    size = _size_mb(corpus)
+    rows: dict[str, dict[str, float]] = {}
+
+    def row(name: str, argv: list[str], run_env: dict[str, str] = env) -> str:
+        wall, rss, text = _run(argv, run_env)
+        rows[name] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss), "mb_per_s": round(size / wall, 1)}
+        return text
+
+    row("floor", [python, "-c", FLOOR, str(corpus)])
+    row("ingest cold", [*workbench, "ingest", "--json", str(corpus)])
+    row("ingest warm", [*workbench, "ingest", "--json", str(corpus)])
+    _run([*workbench, "replay", "--json", str(corpus), "-s", "claude-code"], env)  # token counts warm
+    row("replay", [*workbench, "replay", "--json", str(corpus), "-s", "claude-code"])
+    if sweep:
+        spec = work / "scale.yaml"
+        spec.write_text(SPEC.format(corpus=json.dumps(str(corpus))))
+        shutil.rmtree(work / "store", ignore_errors=True)
+        row("sweep", [*workbench, "sweep", str(spec), "--store", str(work / "store"), "--json"])
+    floor = rows["floor"]["wall_s"]
+    for values in rows.values():
+        values["x_floor"] = round(values["wall_s"] / floor, 2)
+    rows["ingest warm"]["cold_over_warm"] = round(rows["ingest cold"]["wall_s"] / rows["ingest warm"]["wall_s"], 1)
+    return {"corpus_mb": round(size, 1), **rows}  # type: ignore[dict-item]
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    sizes = [int(x) for x in (args[args.index("--sizes") + 1] if "--sizes" in args else "1,8").split(",") if x]
+    big_mb = float(args[args.index("--big-mb") + 1]) if "--big-mb" in args else 1024.0
+    sweep = "--skip-sweep" not in args
+    corpus_root = Path(os.environ.get("WORKBENCH_CORPUS", ROOT.parent / "shared" / "corpus"))
+    sources = [corpus_root / "claude-code", corpus_root / "claude-code-more"]
+    if not all(p.is_dir() for p in sources):
+        sys.exit(f"bench_scale: the real corpus is missing ({sources[0]}): export WORKBENCH_CORPUS=/path/to/corpus")
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="workbench-bench-scale-") as tmp:
+        base = Path(tmp)
+        for n in sizes:
+            corpus = base / f"real-{n}x"
+            _copy_with_new_ids(sources, corpus, n, "real")
+            results[f"real {n}x"] = _measure(corpus, base / "work", sweep=sweep)
+            shutil.rmtree(corpus)
+            _print_row(f"real {n}x", results[f"real {n}x"])
+        if big_mb > 0:
+            from workbench.synthetic import write_corpus
+
+            seeds = base / "synthetic-seeds"
+            for seed in range(8):
+                write_corpus(seeds / f"seed-{seed}", seed=seed)
+            copies = max(1, round(big_mb / _size_mb(seeds)))
+            corpus = base / "synthetic-big"
+            _copy_with_new_ids([seeds], corpus, copies, "synthetic")
+            shutil.rmtree(seeds)
+            label = f"synthetic {_size_mb(corpus):,.0f} MB"
+            results[label] = _measure(corpus, base / "work", sweep=sweep)
+            _print_row(label, results[label])
+    if "--json" in args:
+        print(json.dumps(results, indent=2))
+    _print_checks(results)
+
+
+def _print_row(label: str, result: dict) -> None:
+    print(f"\n{label}: {result['corpus_mb']:,.1f} MB of JSONL")
+    print(f"  {'step':<12}{'wall s':>9}{'peak RSS MB':>13}{'MB/s':>9}{'x floor':>9}")
+    for name, row in result.items():
+        if isinstance(row, dict):
+            print(
+                f"  {name:<12}{row['wall_s']:>9.2f}{row['peak_rss_mb']:>13,.0f}{row['mb_per_s']:>9.1f}{row['x_floor']:>9.2f}"
+            )
+    sys.stdout.flush()
+
+
+def _print_checks(results: dict[str, dict]) -> None:
+    print("\nchecks (ratios within this run):")
+    small = results.get("real 1x")
+    large = results.get("real 8x")
+    if small and large:
+        for step in ("ingest cold", "replay", "sweep"):
+            if step in small and step in large:
+                ratio = large[step]["peak_rss_mb"] / small[step]["peak_rss_mb"]
+                print(f"  {step} peak RSS 8x / 1x = {ratio:.2f} (target <= 1.5)")
+    for label, result in results.items():
+        warm = result["ingest warm"]["cold_over_warm"]
+        print(
+            f"  {label}: warm ingest {warm:.1f}x faster than cold (target >= 10); replay {result['replay']['x_floor']:.2f}x the floor (target <= 2)"
+        )
+
+
+if __name__ == "__main__":
+    main()
