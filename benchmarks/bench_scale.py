@@ -176,9 +176,8 @@ def _print_row(label: str, result: dict) -> None:
     print(f"  {'step':<12}{'wall s':>9}{'peak RSS MB':>13}{'MB/s':>9}{'x floor':>9}")
     for name, row in result.items():
         if isinstance(row, dict):
-            print(
-                f"  {name:<12}{row['wall_s']:>9.2f}{row['peak_rss_mb']:>13,.0f}{row['mb_per_s']:>9.1f}{row['x_floor']:>9.2f}"
-            )
+            timing = f"{row['wall_s']:>9.2f}{row['peak_rss_mb']:>13,.0f}"
+            print(f"  {name:<12}{timing}{row['mb_per_s']:>9.1f}{row['x_floor']:>9.2f}")
     sys.stdout.flush()
 
 
@@ -193,9 +192,9 @@ def _print_checks(results: dict[str, dict]) -> None:
                 print(f"  {step} peak RSS 8x / 1x = {ratio:.2f} (target <= 1.5)")
     for label, result in results.items():
         warm = result["ingest warm"]["cold_over_warm"]
-        print(
-            f"  {label}: warm ingest {warm:.1f}x faster than cold (target >= 10); replay {result['replay']['x_floor']:.2f}x the floor (target <= 2)"
-        )
+        replay = result["replay"]["x_floor"]
+        print(f"  {label}: warm ingest {warm:.1f}x faster than cold (target >= 10)")
+        print(f"  {label}: replay {replay:.2f}x the parse + count floor (target <= 2)")
 
 
 if __name__ == "__main__":
