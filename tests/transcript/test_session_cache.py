@@ -203,3 +203,13 @@ def test_an_unchanged_file_is_not_even_hashed_again(
     path.write_text(path.read_text() + "\n")  # changed: hashed again, and parsed again
     list(file_summaries([path]))
     assert hashed == [path] and len(parses) == 2
+
+
+def test_notebook_reloads_use_the_cache(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    import workbench as wb
+
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    first = wb.load(folder, progress=False)
+    again = wb.load(folder, progress=False)
+    assert parses == ["a.jsonl"] and [s.fingerprint for s in again] == [s.fingerprint for s in first]

@@ -80,22 +80,24 @@ def sweep(
         runs = wb.sweep("experiments/smoke.yaml", store="results/smoke")
         runs.summary()[["label", "saved_share", "needed_recall"]]
     """
-    from ..experiments.run import plan_for_sessions, plan_sweep, run_sweep
+    from ..experiments.run import plan_for_sessions, plan_sessions, plan_sweep, run_sweep
 
     resolved = resolve(spec)
+    paths: Sequence[Path]
     if corpus is not None:
         sessions = as_sessions(corpus)
         plan = plan_for_sessions(resolved, list(sessions))
+        paths = sessions.paths
     else:
-        plan = plan_sweep(resolved)
-        sessions = Sessions(plan.sessions, paths=resolved.corpus)
+        plan = plan_sweep(resolved)  # from per-file metadata: the sessions are read after the sweep
+        paths = resolved.corpus
     target = Path(store) if store is not None else Path("results") / resolved.name / "store"
     result = run_sweep(resolved, store=target, executor=executor, workers=workers, progress=progress, plan=plan)
     if report is not None:
         from ..experiments.report import write_report
 
         write_report(result, plan, report)
-    return runs_from_store(result, plan, Sessions(plan.sessions, paths=sessions.paths))
+    return runs_from_store(result, plan, Sessions(plan_sessions(plan), paths=paths))
 
 
 class Report:

@@ -219,15 +219,23 @@ def failure_row(cell: Cell, exc: BaseException) -> dict[str, Any]:
 
 
 _SESSIONS: dict[tuple[str, int, int], dict[str, Session]] = {}
+#: Files a worker parsed itself, most recent last: only the last few stay in memory (a long sweep would
+#: otherwise hold every session it ever ran; tasks come session by session, long sessions first).
+_PARSED: list[tuple[str, int, int]] = []
+_KEEP_PARSED = 4
 
 
 def _sessions_of(source: str) -> dict[str, Session]:
-    """Every session of one source file, parsed once per process (keyed by path, size and mtime)."""
+    """Every session of one source file, parsed once per process (keyed by path, size and mtime; the
+    parsed-session cache makes a repeat cheap) and kept while it is among the last `_KEEP_PARSED`."""
     from ..transcript import load_paths
 
     key = _key(source)
     if key not in _SESSIONS:
         _SESSIONS[key] = {s.id: s for s in load_paths([source])}
+        _PARSED.append(key)
+        while len(_PARSED) > _KEEP_PARSED:
+            _SESSIONS.pop(_PARSED.pop(0), None)
     return _SESSIONS[key]
 
 

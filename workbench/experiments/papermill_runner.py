@@ -58,7 +58,7 @@ def run_group(
 ) -> dict[str, Any]:
     """Compute (or read from ``store``) one (strategy, config) group of a spec; its cell and config tables."""
     from ..strategies import create
-    from .run import plan_sweep, run_sweep
+    from .run import plan_sessions, plan_sweep, run_sweep
 
     passed = json.loads(config) if isinstance(config, str) else dict(config)
     resolved = load_spec(spec_path)
@@ -70,7 +70,7 @@ def run_group(
     from .store import ResultStore
 
     cells, steps, events = sweep_frames(ResultStore(store), result.cell_ids)
-    table = cell_table(cells, steps, events, plan.sessions, resolved.spec.metrics)
+    table = cell_table(cells, steps, events, plan_sessions(plan), resolved.spec.metrics)
     return {
         "result": result,
         "plan": plan,

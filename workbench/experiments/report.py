@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from .run import SweepPlan, SweepResult
+from .run import SweepPlan, SweepResult, plan_sessions
 from .store import ResultStore
 from .tables import cell_table, config_table, sweep_frames, write_parquet
 
@@ -94,7 +94,7 @@ def _probe_section(options: dict[str, Any], plan: SweepPlan, events: pd.DataFram
     from ..online.probe_run import probe_report
 
     notes: list[str] = []
-    data = probe_report(options, session_map(plan.sessions), events, notes)
+    data = probe_report(options, session_map(plan_sessions(plan)), events, notes)
     pd.DataFrame(data["rows"]).to_csv(out / "probes.csv", index=False)
     run = data["run"] or {}
     lines = ["## Judge probes", ""]
@@ -132,7 +132,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     store = ResultStore(result.store)
     cells, steps, events = sweep_frames(store, result.cell_ids)
-    table = cell_table(cells, steps, events, plan.sessions, plan.spec.spec.metrics)
+    table = cell_table(cells, steps, events, plan_sessions(plan), plan.spec.spec.metrics)
     configs = config_table(table)
     table.to_csv(out / "cells.csv", index=False)
     configs.to_csv(out / "configs.csv", index=False)

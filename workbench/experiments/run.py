@@ -36,6 +36,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from ..transcript.model import Session
 from .cells import (
     Cell,
     CellTask,
@@ -51,7 +52,15 @@ from .executors import executor_kind, make_executor
 from .spec import GridPoint, ResolvedSpec, SpecError, load_spec, sample_sessions
 from .store import ResultStore
 
-__all__ = ["SweepFailureWarning", "SweepPlan", "SweepResult", "plan_for_sessions", "plan_sweep", "run_sweep"]
+__all__ = [
+    "SweepFailureWarning",
+    "SweepPlan",
+    "SweepResult",
+    "plan_for_sessions",
+    "plan_sessions",
+    "plan_sweep",
+    "run_sweep",
+]
 
 
 class SweepFailureWarning(UserWarning):
@@ -96,11 +105,22 @@ class SweepResult:
 
 
 def plan_sweep(spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | None = None) -> SweepPlan:
-    """Load the spec's corpus and list its cells (``points`` narrows the grid, e.g. to one config)."""
-    from ..transcript import load_paths
+    """List the cells of the spec's corpus (``points`` narrows the grid, e.g. to one config).
+
+    Planned from per-session metadata (`workbench.transcript.session_cache.SessionInfo`: id, file,
+    fingerprint, record count), read file by file from the parsed-session cache: an unchanged corpus is
+    not parsed at all, a new or changed file is parsed once, alone (its sessions are cached for the
+    workers, then dropped), so planning holds no session in memory. The workers read the sessions by path.
+    """
+    from ..transcript.registry import file_summaries
 
     resolved = spec if isinstance(spec, ResolvedSpec) else load_spec(spec)
-    sessions = [s for s in load_paths(resolved.corpus, format=resolved.spec.format) if s.records]
+    sessions = [
+        info
+        for _, summary in file_summaries(resolved.corpus, format=resolved.spec.format, keep_sessions=True)
+        for info in summary.sessions
+        if info.n_records
+    ]
     if not sessions:
         where = ", ".join(str(p) for p in resolved.corpus)
         raise SpecError(f"{resolved.path}: corpus: no transcripts with records in {where}")
@@ -117,10 +137,10 @@ def plan_for_sessions(
     unsourced = [s.id for s in sessions if s.source is None]
     if unsourced:
         raise ValueError(f"sessions without a source file cannot be swept: {', '.join(unsourced[:3])}")
-    chosen_sessions = sample_sessions([s for s in sessions if s.records], spec.spec)
+    chosen_sessions = sample_sessions([s for s in sessions if _n_records(s)], spec.spec)
     chosen = list(spec.points if points is None else points)
     cells = make_cells(chosen, chosen_sessions, spec.estimator, spec.corpus)
-    remember_sessions(chosen_sessions)
+    remember_sessions([s for s in chosen_sessions if isinstance(s, Session)])
     fingerprint = corpus_fingerprint([s.fingerprint for s in chosen_sessions])
     return SweepPlan(spec, chosen_sessions, cells, fingerprint, duplicate_sessions(chosen_sessions))
 
@@ -141,13 +161,41 @@ def duplicate_sessions(sessions: Sequence[Any]) -> list[dict[str, Any]]:
     ]
 
 
+def plan_sessions(plan: SweepPlan) -> list[Session]:
+    """The plan's sessions with their records, for what needs them after the sweep (the cost and fidelity
+    columns of a report): sessions the plan holds, else read by (id, file) through the parsed-session
+    cache, one file at a time."""
+    from ..transcript import load_paths
+
+    if all(isinstance(s, Session) for s in plan.sessions):
+        return list(plan.sessions)
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for info in plan.sessions:
+        wanted[str(info.source)].add(info.id)
+    found: dict[tuple[str, str], Session] = {}
+    for source, ids in wanted.items():
+        for session in load_paths([source], format=plan.spec.spec.format):
+            if session.id in ids:
+                found[(source, session.id)] = session
+    return [found.get((str(s.source), s.id), s) for s in plan.sessions]
+
+
+def _n_records(session: Any) -> int:
+    """Records of a `Session`, or of a `SessionInfo` (planning from metadata)."""
+    count = getattr(session, "n_records", None)
+    return count if isinstance(count, int) else len(session.records)
+
+
 def _warm_token_cache(sessions: Sequence[Any], estimator: str) -> None:
-    """Count every record once, in the driver, so workers only read the shared cache."""
+    """Count every record once, in the driver, so workers only read the shared cache. Only sessions the
+    driver holds anyway (a notebook's): a plan from metadata leaves the counting to the workers, which
+    share the on-disk cache."""
     from ..tokens.cache import cached_estimator
 
+    held = [s for s in sessions if isinstance(s, Session)]
     for name in dict.fromkeys(("claude-rough", "claude-padded", estimator)):
         counter = cached_estimator(name)
-        for session in sessions:
+        for session in held:
             counter.count_many(session.conversation())
 
 
@@ -158,7 +206,7 @@ def _tasks(cells: Sequence[Cell], sessions: Sequence[Any], batch_size: int) -> l
     by_session: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for cell in cells:
         by_session[(cell.session_fingerprint, str(cell.source))].append(cell)
-    size = {s.fingerprint: len(s.records) for s in sessions}
+    size = {s.fingerprint: _n_records(s) for s in sessions}
     tasks = []
     for key in sorted(by_session, key=lambda k: (-size.get(k[0], 0), k[1])):  # long sessions first
         group = by_session[key]

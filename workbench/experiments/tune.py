@@ -360,7 +360,7 @@ def run_tune(
     """
     from ..metrics._common import config_hash
     from ..strategies import get_strategy
-    from .run import plan_for_sessions, plan_sweep, run_sweep
+    from .run import plan_for_sessions, plan_sessions, plan_sweep, run_sweep
     from .store import ResultStore
     from .tables import cell_table, config_table, sweep_frames
 
@@ -369,7 +369,7 @@ def run_tune(
     target = Path(store) if store is not None else Path("results") / spec.name / "store"
     result = run_sweep(resolved, store=target, executor=executor, workers=workers, progress=progress, plan=plan)
     cells, steps, events = sweep_frames(ResultStore(result.store), result.cell_ids)
-    per_session = cell_table(cells, steps, events, plan.sessions)
+    per_session = cell_table(cells, steps, events, plan_sessions(plan))
     table = config_table(per_session)
     axes = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost]
     objective = spec.objective.lstrip("-")

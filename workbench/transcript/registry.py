@@ -220,14 +220,19 @@ def load_groups(
 
 
 def file_summaries(
-    paths: Iterable[Path | str], *, format: str | None = None, report: LoadReport | None = None
+    paths: Iterable[Path | str],
+    *,
+    format: str | None = None,
+    report: LoadReport | None = None,
+    keep_sessions: bool = False,
 ) -> Iterator[tuple[Path, FileSummary]]:
     """``(file, FileSummary)`` per transcript file, from the parsed-session cache when the file is
-    unchanged (then nothing is parsed), with the same errors and ignored files as `load_paths`."""
+    unchanged (then nothing is parsed), with the same errors and ignored files as `load_paths`.
+    ``keep_sessions``: a file that is parsed also gets its sessions cached (a sweep's workers read them)."""
     report = report if report is not None else LoadReport()
     forced = _prepare(format)
     for path, named in iter_files(list(paths), report):
-        found = _load_file(path, named, forced, report, summary=True)
+        found = _load_file(path, named, forced, report, summary="keep" if keep_sessions else True)
         if found is not None:
             yield path, found
 
@@ -239,7 +244,9 @@ def _prepare(format: str | None) -> Loader | None:
     return forced
 
 
-def _load_file(path: Path, named: bool, forced: Loader | None, report: LoadReport, *, summary: bool = False) -> Any:
+def _load_file(
+    path: Path, named: bool, forced: Loader | None, report: LoadReport, *, summary: bool | str = False
+) -> Any:
     """One file's sessions (``summary``: its `FileSummary`), or None when it is not read (then it is
     in ``report.errors`` or ``report.ignored``)."""
     from .sanitize import check_session
@@ -268,7 +275,10 @@ def _load_file(path: Path, named: bool, forced: Loader | None, report: LoadRepor
         return [check_session(s) for s in found.load(path)]
 
     try:
-        result = (cached_summary if summary else cached_sessions)(path, loader.name, load)
+        if summary:
+            result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep")
+        else:
+            result = cached_sessions(path, loader.name, load)
     except NotRegularFile as exc:
         report.error(path, exc.reason)
         return None

@@ -316,8 +316,11 @@ def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Sessio
     return sessions
 
 
-def cached_summary(path: Path, loader_name: str, load: Callable[[], list[Session]]) -> FileSummary:
-    """The `FileSummary` of ``path`` from the cache, or of its sessions (`cached_sessions`; then cached)."""
+def cached_summary(
+    path: Path, loader_name: str, load: Callable[[], list[Session]], *, keep_sessions: bool = False
+) -> FileSummary:
+    """The `FileSummary` of ``path`` from the cache, or of its sessions (then cached; the sessions too
+    when ``keep_sessions``)."""
     if not cache_enabled():
         return file_summary(load())
     entry = _entry(path, loader_name)
@@ -325,10 +328,13 @@ def cached_summary(path: Path, loader_name: str, load: Callable[[], list[Session
     if isinstance(found, FileSummary):
         return found
     sessions = _read(entry.key, "sessions")
-    if not isinstance(sessions, list):
-        sessions = load()  # not written: an ingest needs only the summary (the sessions cost ~2x the file)
+    fresh = not isinstance(sessions, list)
+    if fresh:
+        sessions = load()  # ingest does not keep them: it needs only the summary (sessions cost ~2x the file)
     summary = file_summary(sessions)
     if _unchanged(path, entry):
+        if fresh and keep_sessions:
+            _write(entry.key, "sessions", sessions, entry)
         _write(entry.key, "summary", summary, entry)
     return summary
 
