@@ -21,7 +21,11 @@ Targets: replay within 2x of the floor; the 8x corpus's peak RSS at most 1.5x th
 replay, sweep); a warm ingest at least 10x faster than a cold one. Every figure is measured in this run
 (the machine may be loaded: compare the ratios, which are taken within the run).
 
-Usage: ``python benchmarks/bench_scale.py [--sizes 1,8] [--big-mb 1024] [--skip-sweep] [--json]``.
+Last, planning a sweep over ``--plan-sessions`` (default 10,000) small sessions (copies of
+``data/tiny-hello-*.jsonl`` with new ids): cold, warm, and what holding every session costs.
+
+Usage: ``python benchmarks/bench_scale.py [--sizes 1,8] [--big-mb 1024] [--plan-sessions N] [--skip-sweep]
+[--json]``.
 """
 
 from __future__ import annotations
@@ -55,6 +59,19 @@ for root in sys.argv[1:]:
                         orjson.loads(line)
                         total += len(line) // 4
 print(total)
+"""
+
+PLAN = r"""
+import sys
+from workbench.experiments.run import plan_sweep
+plan = plan_sweep(sys.argv[1])
+print(len(plan.sessions), len(plan.cells), type(plan.sessions[0]).__name__)
+"""
+
+HOLD = r"""
+import sys
+from workbench.transcript import load_paths
+print(len([s for s in load_paths([sys.argv[1]]) if s.records]))
 """
 
 SPEC = """name: scale
@@ -135,11 +152,38 @@ def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, fl
     return {"corpus_mb": round(size, 1), **rows}  # type: ignore[dict-item]
 
 
+def _planning(base: Path, sessions: int) -> dict[str, dict[str, float]]:
+    """Planning a sweep over ``sessions`` small sessions: cold (every file parsed once, alone), warm (the
+    per-file summaries only) and, for comparison, holding every session in memory as planning did."""
+    seed = base / "plan-seed"
+    seed.mkdir()
+    shutil.copy(ROOT / "data" / "tiny-hello-b8a1abcd.jsonl", seed / "tiny-hello-b8a1abcd.jsonl")
+    corpus = base / "plan-corpus"
+    _copy_with_new_ids([seed], corpus, sessions, "plan")
+    work = base / "plan-work"
+    work.mkdir()
+    spec = work / "plan.yaml"
+    spec.write_text(SPEC.format(corpus=json.dumps(str(corpus))))
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("WORKBENCH_SESSION_CACHE", None)
+    rows = {}
+    for name, argv in (
+        ("plan cold", [sys.executable, "-c", PLAN, str(spec)]),
+        ("plan warm", [sys.executable, "-c", PLAN, str(spec)]),
+        ("hold all sessions", [sys.executable, "-c", HOLD, str(corpus)]),
+    ):
+        wall, rss, text = _run(argv, {**env, "WORKBENCH_SESSION_CACHE": "0"} if name.startswith("hold") else env)
+        rows[name] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss), "output": text.strip()}
+    shutil.rmtree(corpus)
+    return {"sessions": sessions, "corpus_mb": round(_size_mb(seed) * sessions, 1), **rows}  # type: ignore[dict-item]
+
+
 def main() -> None:
     args = sys.argv[1:]
     sizes = [int(x) for x in (args[args.index("--sizes") + 1] if "--sizes" in args else "1,8").split(",") if x]
     big_mb = float(args[args.index("--big-mb") + 1]) if "--big-mb" in args else 1024.0
     sweep = "--skip-sweep" not in args
+    plan_n = int(args[args.index("--plan-sessions") + 1]) if "--plan-sessions" in args else 10_000
     corpus_root = Path(os.environ.get("WORKBENCH_CORPUS", ROOT.parent / "shared" / "corpus"))
     sources = [corpus_root / "claude-code", corpus_root / "claude-code-more"]
     if not all(p.is_dir() for p in sources):
@@ -166,6 +210,12 @@ def main() -> None:
             label = f"synthetic {_size_mb(corpus):,.0f} MB"
             results[label] = _measure(corpus, base / "work", sweep=sweep)
             _print_row(label, results[label])
+        if plan_n > 0:
+            results["planning"] = _planning(base, plan_n)
+            print(f"\nplanning a sweep over {plan_n:,} sessions ({results['planning']['corpus_mb']} MB):")
+            for name in ("plan cold", "plan warm", "hold all sessions"):
+                row = results["planning"][name]
+                print(f"  {name:<18}{row['wall_s']:>9.2f} s {row['peak_rss_mb']:>8,.0f} MB   ({row['output']})")
     if "--json" in args:
         print(json.dumps(results, indent=2))
     _print_checks(results)
@@ -191,6 +241,8 @@ def _print_checks(results: dict[str, dict]) -> None:
                 ratio = large[step]["peak_rss_mb"] / small[step]["peak_rss_mb"]
                 print(f"  {step} peak RSS 8x / 1x = {ratio:.2f} (target <= 1.5)")
     for label, result in results.items():
+        if label == "planning":
+            continue
         warm = result["ingest warm"]["cold_over_warm"]
         replay = result["replay"]["x_floor"]
         print(f"  {label}: warm ingest {warm:.1f}x faster than cold (target >= 10)")
