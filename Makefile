@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export WORKBENCH_CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: setup test check bench clean demo mutation
+.PHONY: setup test check bench bench-scale clean demo mutation
 
 setup: $(BIN)/workbench
 
@@ -29,6 +29,10 @@ bench: setup
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_invariants.py
+
+# The corpus at 1x, 8x and ~1 GB (temporary copies, deleted after): ingest, replay, sweep, planning 10k sessions.
+bench-scale: setup
+	$(BIN)/python benchmarks/bench_scale.py
 
 # Mutation testing of the reference modules ([tool.mutmut] in pyproject.toml): one worker, niced (the
 # machine is shared); results in mutants/, summary with `.venv/bin/mutmut results`. Not part of `make test`.

@@ -22,7 +22,7 @@ replay, sweep); a warm ingest at least 10x faster than a cold one. Every figure 
 (the machine may be loaded: compare the ratios, which are taken within the run).
 
 Last, planning a sweep over ``--plan-sessions`` (default 10,000) small sessions (copies of
-``data/tiny-hello-*.jsonl`` with new ids): cold, warm, and what holding every session costs.
+``data/short-question-*.jsonl``, 46 KB each with new ids): cold, warm, and what holding every session costs.
 
 Usage: ``python benchmarks/bench_scale.py [--sizes 1,8] [--big-mb 1024] [--plan-sessions N] [--skip-sweep]
 [--json]``.
@@ -157,7 +157,7 @@ def _planning(base: Path, sessions: int) -> dict[str, dict[str, float]]:
     per-file summaries only) and, for comparison, holding every session in memory as planning did."""
     seed = base / "plan-seed"
     seed.mkdir()
-    shutil.copy(ROOT / "data" / "tiny-hello-b8a1abcd.jsonl", seed / "tiny-hello-b8a1abcd.jsonl")
+    shutil.copy(ROOT / "data" / "short-question-21636369.jsonl", seed / "short-question-21636369.jsonl")
     corpus = base / "plan-corpus"
     _copy_with_new_ids([seed], corpus, sessions, "plan")
     work = base / "plan-work"

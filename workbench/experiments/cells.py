@@ -163,14 +163,20 @@ def file_key(source: str | None, roots: Sequence[str | Path] = ()) -> str | None
     (``claude-code/a/b.jsonl``); the file name for a corpus given as a file; else the path as given."""
     if source is None:
         return None
-    path = Path(source).resolve()
+    path = Path(os.path.realpath(source))
     for root in roots:
-        base = Path(root).resolve()
+        base = _resolved(str(root))
         if path == base:
             return base.name
         if base in path.parents:
             return f"{base.name}/{path.relative_to(base).as_posix()}"
     return str(source)
+
+
+@lru_cache(maxsize=256)
+def _resolved(root: str) -> Path:
+    """A corpus folder, resolved once per process (planning asks for every session's file)."""
+    return Path(root).resolve()
 
 
 def make_cells(

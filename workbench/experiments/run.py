@@ -339,7 +339,7 @@ def _compute(
     with make_executor(executor, workers) as pool:
         futures = {pool.submit(run_task, task): task for task in tasks}
         for future in as_completed(futures):
-            task = futures[future]
+            task = futures.pop(future)  # the result is freed once stored: memory does not grow with the sweep
             finished = time.time()
             try:
                 out = future.result()

@@ -49,6 +49,9 @@ def _warn_once(path: Path, exc: BaseException) -> None:
 
 
 _BATCH = 500
+#: Counts a process keeps in memory besides the file (~150 bytes each): beyond this the memo starts over,
+#: so memory stays bounded when a whole history streams through one process (the file keeps them all).
+_MEMO_MAX = 200_000
 #: How long a connection waits for another process's lock (sweep workers and notebook kernels share the
 #: cache file) before SQLite reports "database is locked".
 _BUSY_S = 60.0
@@ -168,6 +171,8 @@ class CachedEstimator:
                 found.update(fresh)
             self.stats.misses += len(missing)
             self.stats.hits += len(keys) - len(missing)
+            if len(memo) + len(found) > _MEMO_MAX:  # bounded: a whole history's records would not fit
+                memo.clear()
             memo.update(found)
         return [found[key] for key in keys]
 

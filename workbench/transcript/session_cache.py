@@ -198,10 +198,17 @@ def cache_enabled() -> bool:
     return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "off", "false", "no") and not _STATE["off"]
 
 
-def _root() -> Path:
-    from ..cache import cache_root
+_ROOTS: dict[tuple[str | None, ...], Path] = {}
 
-    return cache_root() / "sessions"
+
+def _root() -> Path:
+    """``<cache root>/sessions``, resolved (and its folder created) once per environment."""
+    env = tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))  # cache_root's inputs
+    if env not in _ROOTS:
+        from ..cache import cache_root
+
+        _ROOTS[env] = cache_root() / "sessions"
+    return _ROOTS[env]
 
 
 def _degrade(exc: BaseException) -> None:
