@@ -24,8 +24,11 @@ replay, sweep); a warm ingest at least 10x faster than a cold one. Every figure 
 Last, planning a sweep over ``--plan-sessions`` (default 10,000) small sessions (copies of
 ``data/short-question-*.jsonl``, 46 KB each with new ids): cold, warm, and what holding every session costs.
 
-Usage: ``python benchmarks/bench_scale.py [--sizes 1,8] [--big-mb 1024] [--plan-sessions N] [--skip-sweep]
-[--json]``.
+And one file of ``--tiny-lines`` (default 10⁶) tiny records: peak RSS of ``ingest`` and ``wb.load``
+against the file's size (target: under 10x).
+
+Usage: ``python benchmarks/bench_scale.py [--sizes 1,8] [--big-mb 1024] [--plan-sessions N] [--tiny-lines N]
+[--skip-sweep] [--json]``.
 """
 
 from __future__ import annotations
@@ -178,12 +181,45 @@ def _planning(base: Path, sessions: int) -> dict[str, dict[str, float]]:
     return {"sessions": sessions, "corpus_mb": round(_size_mb(seed) * sessions, 1), **rows}  # type: ignore[dict-item]
 
 
+TINY_LOAD = r"""
+import sys
+import workbench as wb
+print(len(wb.load(sys.argv[1], progress=False)[0].records))
+"""
+
+
+def _tiny_lines(base: Path, count: int) -> dict[str, float]:
+    """One file of ``count`` tiny records (a ``progress`` line with uuid and sessionId, ~117 bytes):
+    peak RSS of ``workbench ingest`` and of ``wb.load`` against the file's size."""
+    path = base / "tiny" / "tiny.jsonl"
+    path.parent.mkdir()
+    sid = str(uuid.uuid4())
+    with path.open("w") as handle:
+        for n in range(count):
+            handle.write(f'{{"type":"progress","uuid":"{uuid.UUID(int=n)}","sessionId":"{sid}"}}\n')
+    size = path.stat().st_size / 1e6
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": str(base / "tiny" / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("WORKBENCH_SESSION_CACHE", None)
+    out: dict[str, float] = {"lines": count, "file_mb": round(size, 1)}
+    for name, argv in (
+        ("ingest", [sys.executable, "-m", "workbench.cli", "ingest", "--json", str(path)]),
+        ("wb.load", [sys.executable, "-c", TINY_LOAD, str(path)]),
+    ):
+        wall, rss, _ = _run(argv, env)
+        out[f"{name} wall_s"] = round(wall, 1)
+        out[f"{name} peak_rss_mb"] = round(rss)
+        out[f"{name} x_size"] = round(rss / size, 1)
+    shutil.rmtree(path.parent)
+    return out
+
+
 def main() -> None:
     args = sys.argv[1:]
     sizes = [int(x) for x in (args[args.index("--sizes") + 1] if "--sizes" in args else "1,8").split(",") if x]
     big_mb = float(args[args.index("--big-mb") + 1]) if "--big-mb" in args else 1024.0
     sweep = "--skip-sweep" not in args
     plan_n = int(args[args.index("--plan-sessions") + 1]) if "--plan-sessions" in args else 10_000
+    tiny_n = int(args[args.index("--tiny-lines") + 1]) if "--tiny-lines" in args else 1_000_000
     corpus_root = Path(os.environ.get("WORKBENCH_CORPUS", ROOT.parent / "shared" / "corpus"))
     sources = [corpus_root / "claude-code", corpus_root / "claude-code-more"]
     if not all(p.is_dir() for p in sources):
@@ -216,6 +252,14 @@ def main() -> None:
             for name in ("plan cold", "plan warm", "hold all sessions"):
                 row = results["planning"][name]
                 print(f"  {name:<18}{row['wall_s']:>9.2f} s {row['peak_rss_mb']:>8,.0f} MB   ({row['output']})")
+        if tiny_n > 0:
+            tiny = results["tiny lines"] = _tiny_lines(base, tiny_n)
+            print(f"\n{tiny_n:,} tiny lines ({tiny['file_mb']} MB, one session):")
+            for name in ("ingest", "wb.load"):
+                print(
+                    f"  {name:<10}{tiny[f'{name} wall_s']:>8.1f} s {tiny[f'{name} peak_rss_mb']:>8,.0f} MB peak RSS "
+                    f"= {tiny[f'{name} x_size']:.1f}x the file (target < 10)"
+                )
     if "--json" in args:
         print(json.dumps(results, indent=2))
     _print_checks(results)
@@ -241,7 +285,7 @@ def _print_checks(results: dict[str, dict]) -> None:
                 ratio = large[step]["peak_rss_mb"] / small[step]["peak_rss_mb"]
                 print(f"  {step} peak RSS 8x / 1x = {ratio:.2f} (target <= 1.5)")
     for label, result in results.items():
-        if label == "planning":
+        if label in ("planning", "tiny lines"):
             continue
         warm = result["ingest warm"]["cold_over_warm"]
         replay = result["replay"]["x_floor"]

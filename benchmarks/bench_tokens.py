@@ -1,6 +1,7 @@
 """Benchmark: load + token-count the open Claude Code corpus with each estimator, cold and cached.
 
-Prints, per estimator, the first (cold cache) and second (warm cache) run, split into load and count,
+Prints, per estimator, the first (cold caches: no token counts, no parsed sessions) and second (warm:
+the token-count cache and the parsed-session cache) run, split into load and count,
 and the ratios first/second for the count phase and end to end. Measured in this run; nothing is
 hard-coded. Usage: ``python benchmarks/bench_tokens.py [CORPUS_PATH] [--json]``.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -43,6 +45,7 @@ def main() -> None:
         for name in ESTIMATORS:
             get_estimator(name)  # load the BPE ranks outside the timed region
             db = Path(tmp) / f"{name.replace(':', '_')}.sqlite"
+            shutil.rmtree(Path(tmp) / "sessions", ignore_errors=True)  # cold: no parsed sessions either
             load1, count1, total1, _misses1 = _run(corpus, name, db)
             load2, count2, total2, misses2 = _run(corpus, name, db)
             assert total1 == total2 and misses2 == 0

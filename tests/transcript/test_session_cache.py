@@ -213,3 +213,16 @@ def test_notebook_reloads_use_the_cache(tmp_path: Path, cache: Path, parses: lis
     first = wb.load(folder, progress=False)
     again = wb.load(folder, progress=False)
     assert parses == ["a.jsonl"] and [s.fingerprint for s in again] == [s.fingerprint for s in first]
+
+
+def test_a_file_over_the_size_limit_keeps_only_its_summary(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pickling a huge session would cost more memory than the reload saves: only its summary is kept."""
+    path = write_claude(tmp_path / "big.jsonl", "s-big")
+    monkeypatch.setattr(session_cache, "MAX_CACHED_FILE_BYTES", path.stat().st_size - 1)
+    list(load_paths([path]))
+    list(file_summaries([path], keep_sessions=True))
+    assert not list(cache.rglob("*.sessions")) and len(list(cache.rglob("*.summary"))) == 1
+    list(file_summaries([path]))
+    assert len(parses) == 2, "the summary was not reused"

@@ -12,8 +12,9 @@ ctime, which no user call can set), so a warm run over an unchanged corpus reads
 entries per key:
 
 * ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled
-  (about twice the file's size). Read back about twice as fast as parsing again with orjson (the Record
-  objects are the cost of both); `wb.load`, the commands that read sessions and sweep workers use it.
+  (about twice the file's size), for files up to `MAX_CACHED_FILE_BYTES` (64 MiB). Read back about twice
+  as fast as parsing again with orjson (the Record objects are the cost of both); `wb.load`, the
+  commands that read sessions and sweep workers use it.
 * ``<key>.summary``: `FileSummary`, what ``workbench ingest`` reports of the file (lines, records, kinds,
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
   count). ``ingest`` and sweep planning read only these (and write only these).
@@ -48,13 +49,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .files import max_line_bytes, open_regular
 from .model import Session
 
 __all__ = [
     "CACHE_ENV",
+    "MAX_CACHED_FILE_BYTES",
     "FileSummary",
     "SessionCacheWarning",
     "SessionInfo",
@@ -67,6 +69,10 @@ __all__ = [
 ]
 
 CACHE_ENV = "WORKBENCH_SESSION_CACHE"
+#: Files larger than this keep only their summary: pickling (and unpickling) a session holds a reference
+#: to every object of it for the whole dump (load), about +60% of the session's memory, more than the
+#: ~2x faster reload is worth for a file this size (the largest real file of the open corpus is 3.6 MB).
+MAX_CACHED_FILE_BYTES = 64 << 20
 _CHUNK = 1 << 20
 
 
@@ -225,14 +231,15 @@ def _read(key: str, kind: str) -> Any:
     """The entry, or None when it is missing or cannot be read (then warned about once)."""
     path = _root() / key[:2] / f"{key}.{kind}"
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except FileNotFoundError:
         return None
     except OSError as exc:
         _degrade(exc)
         return None
     try:
-        return pickle.loads(data)
+        with handle:
+            return pickle.load(handle)  # from the file: the entry's bytes are never all in memory at once
     except Exception as exc:  # corrupt, truncated, incompatible: a miss, rewritten below
         if not _STATE["warned_corrupt"]:
             _STATE["warned_corrupt"] = True
@@ -250,7 +257,7 @@ def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
     folder = _root() / key[:2]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic(folder / f"{key}.{kind}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        _atomic(folder / f"{key}.{kind}", lambda handle: pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL))
         marks = _root() / "paths"
         marks.mkdir(exist_ok=True)
         previous = (_pointed(entry.pointer) or {}).get("key")
@@ -260,15 +267,20 @@ def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
         if isinstance(previous, str) and previous != key and len(previous) == len(key) and previous.isalnum():
             for old in ("sessions", "summary"):
                 (_root() / previous[:2] / f"{previous}.{old}").unlink(missing_ok=True)
-    except OSError as exc:
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:  # full disk; an unpicklable value
         _degrade(exc)
 
 
-def _atomic(target: Path, data: bytes) -> None:
+def _atomic(target: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
+    """Write ``data`` (bytes, or a function writing to the handle: streamed, never all in memory) to a
+    temporary file beside ``target``, then rename it into place."""
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                data(handle)
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
@@ -318,9 +330,14 @@ def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Sessio
     if isinstance(found, list):
         return found
     sessions = load()
-    if _unchanged(path, entry):
+    if _unchanged(path, entry) and _keepable(entry):
         _write(entry.key, "sessions", sessions, entry)
     return sessions
+
+
+def _keepable(entry: _Entry) -> bool:
+    """Whether the file's sessions are small enough to cache (`MAX_CACHED_FILE_BYTES`)."""
+    return entry.stamp[2] <= MAX_CACHED_FILE_BYTES
 
 
 def cached_summary(
@@ -340,7 +357,7 @@ def cached_summary(
         sessions = load()  # ingest does not keep them: it needs only the summary (sessions cost ~2x the file)
     summary = file_summary(sessions)
     if _unchanged(path, entry):
-        if fresh and keep_sessions:
+        if fresh and keep_sessions and _keepable(entry):
             _write(entry.key, "sessions", sessions, entry)
         _write(entry.key, "summary", summary, entry)
     return summary
