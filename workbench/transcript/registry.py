@@ -274,11 +274,16 @@ def _load_file(
     def load() -> list[Session]:
         return [check_session(s) for s in found.load(path)]
 
+    appended = getattr(loader, "load_appended", None)  # a loader that can read on from where a file grew
+
+    def extend(previous: list[Session], offset: int) -> list[Session] | None:
+        return appended(path, previous, offset) if appended is not None else None
+
     try:
         if summary:
-            result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep")
+            result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep", extend=extend)
         else:
-            result = cached_sessions(path, loader.name, load)
+            result = cached_sessions(path, loader.name, load, extend)
     except NotRegularFile as exc:
         report.error(path, exc.reason)
         return None
