@@ -76,109 +76,23 @@ def test_warm_ingest_reports_exactly_what_a_cold_one_does(tmp_path: Path, cache:
     assert data["round_trip"] == {"checked": 2, "identical": 2, "different": []}
 
 
-@pytest.fixture
-def appends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The offsets the Claude Code loader read on from (files read from where they grew)."""
-    seen: list[int] = []
-    real = claude_code.ClaudeCodeLoader.load_appended
-
-    def load_appended(self: claude_code.ClaudeCodeLoader, path: Path, previous: list, offset: int) -> list | None:
-        seen.append(offset)
-        return real(self, path, previous, offset)
-
-    monkeypatch.setattr(claude_code.ClaudeCodeLoader, "load_appended", load_appended)
-    return seen
-
-
-def _cold(path: Path, monkeypatch: pytest.MonkeyPatch, parses: list[str]) -> list:
-    """A full read without the cache (the reference; not counted in ``parses``)."""
-    count = len(parses)
-    with monkeypatch.context() as patch:
-        patch.setenv(session_cache.CACHE_ENV, "0")
-        sessions = list(load_paths([path]))
-    del parses[count:]
-    return sessions
-
-
-def _same_sessions(a: list, b: list) -> None:
-    assert [s.id for s in a] == [s.id for s in b]
-    for x, y in zip(a, b, strict=True):
-        assert _lines([x]) == _lines([y]) and x.records == y.records and x.fingerprint == y.fingerprint
-        assert (x.lines, x.trailing_newline, x.skipped, x.session_id, x.agent_id, x.models, x.client_version) == (
-            y.lines,
-            y.trailing_newline,
-            y.skipped,
-            y.session_id,
-            y.agent_id,
-            y.models,
-            y.client_version,
-        )
-        assert [(s.line, s.reason) for s in x.skipped] == [(s.line, s.reason) for s in y.skipped]
-        assert x.metadata == y.metadata
-
-
-def test_an_appended_file_is_read_from_where_it_grew(
-    tmp_path: Path, cache: Path, parses: list[str], appends: list[int], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A session Claude Code is still writing: only the appended lines are parsed, and the sessions are
-    exactly those of a full read (warnings of old and new lines, a bad new line, line numbers)."""
-    path = write_claude(tmp_path / "live.jsonl", "s-live", input_tokens="NaN")  # a warning in the old part
-    (first,) = load_paths([path])
-    size = path.stat().st_size
-    assert len(first.records) == 4 and parses == ["live.jsonl"]
-    more = claude_lines("s-live", input_tokens="1e999", text="later")  # a warning in the new part too
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write("\n".join([more[1], "{broken", more[3]]) + "\n")
-    second = list(load_paths([path]))
-    assert parses == ["live.jsonl"] and appends == [size], "the appended file was parsed in full"
-    _same_sessions(second, _cold(path, monkeypatch, parses))
-    assert len(second[0].records) == 6 and [s.line for s in second[0].skipped] == [6]
-    assert len(second[0].metadata["warnings"]) == 2
-    assert sorted(p.suffix for p in cache.rglob("*.sessions")) == [".sessions"], "the old content's entry was kept"
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(more[0] + "\n")
-    third = list(load_paths([path]))
-    assert parses == ["live.jsonl"] and len(appends) == 2
-    _same_sessions(third, _cold(path, monkeypatch, parses))
-
-
-def test_what_cannot_be_read_on_is_read_in_full(
-    tmp_path: Path, cache: Path, parses: list[str], appends: list[int], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a last line without its newline may go on: read it all
-    path = tmp_path / "partial.jsonl"
-    lines = claude_lines("s-p")
-    path.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20], encoding="utf-8")
-    list(load_paths([path]))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _same_sessions(list(load_paths([path])), _cold(path, monkeypatch, parses))
-    assert parses == ["partial.jsonl", "partial.jsonl"]
-    # rewritten, not appended (longer, but the old bytes changed): read it all
-    other = write_claude(tmp_path / "rewritten.jsonl", "s-r", text="aaaa")
-    list(load_paths([other]))
-    write_claude(other, "s-r", text="bbbbbbbb")
-    (after,) = list(load_paths([other]))
-    assert parses.count("rewritten.jsonl") == 2 and after.records[-1].text == "bbbbbbbb"
-    # a v1.0.x file whose appended lines are an inline sub-agent chain: read it all
-    inline = write_claude(tmp_path / "inline.jsonl", "s-i")
-    list(load_paths([inline]))
-    side = {"type": "user", "uuid": "side-1", "parentUuid": None, "isSidechain": True, "sessionId": "s-i"}
-    with inline.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps({**side, "message": {"role": "user", "content": "task"}}) + "\n")
-    grown = list(load_paths([inline]))
-    assert [s.id for s in grown] == ["s-i", "s-i/agent-side1"] and parses.count("inline.jsonl") == 2
-    _same_sessions(grown, _cold(inline, monkeypatch, parses))
-    assert appends, "load_appended was not even asked"
-
-
-def test_an_appended_file_is_read_in_full_by_ingest_alone(tmp_path: Path, cache: Path, parses: list[str]) -> None:
-    """``ingest`` keeps only summaries (not the sessions): an appended file is parsed again in full."""
+def test_an_appended_file_is_read_again_in_full(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    """A session Claude Code is still writing: the cache entry of the old content is not used (full
+    re-read, not from the offset), and it is replaced rather than kept beside the new one."""
     path = write_claude(tmp_path / "live.jsonl", "s-live")
-    list(file_summaries([path]))
+    (first,) = load_paths([path])
+    assert len(first.records) == 4
+    extra = json.dumps(
+        {"type": "user", "uuid": "u9", "sessionId": "s-live", "message": {"role": "user", "content": "more"}}
+    )
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(claude_lines("s-live")[0] + "\n")
-    ((_, summary),) = list(file_summaries([path]))
-    assert parses == ["live.jsonl", "live.jsonl"] and summary.records == 5
+        handle.write(extra + "\n")
+    (second,) = load_paths([path])
+    assert parses == ["live.jsonl", "live.jsonl"]
+    assert len(second.records) == 5 and second.records[-1].line == extra
+    assert [r.line for r in second.records[:4]] == [r.line for r in first.records]
+    entries = sorted(p.suffix for p in cache.rglob("*.sessions"))
+    assert entries == [".sessions"], "the old content's entry was kept"
 
 
 def test_the_content_decides_not_size_or_mtime(tmp_path: Path, cache: Path, parses: list[str]) -> None:
@@ -282,8 +196,8 @@ def test_an_unchanged_file_is_not_even_hashed_again(
     path = write_claude(tmp_path / "a.jsonl", "s-a")
     list(file_summaries([path]))
     hashed: list[Path] = []
-    real = session_cache._hash_file
-    monkeypatch.setattr(session_cache, "_hash_file", lambda p, *a: hashed.append(p) or real(p, *a))
+    real = session_cache.content_hash
+    monkeypatch.setattr(session_cache, "content_hash", lambda p: hashed.append(p) or real(p))
     list(file_summaries([path]))
     assert hashed == [] and len(parses) == 1
     path.write_text(path.read_text() + "\n")  # changed: hashed again, and parsed again

@@ -298,41 +298,6 @@ class ClaudeCodeLoader:
         main = self._session(path, records, skipped, len(lines), trailing)
         return [main, *inline_sidechain_sessions(main)]
 
-    def load_appended(self, path: Path, previous: list[Session], offset: int) -> list[Session] | None:
-        """The sessions of ``path`` when its first ``offset`` bytes are the whole file ``previous`` was
-        loaded from (a session Claude Code is still writing): only the lines after ``offset`` are parsed,
-        the rest comes from ``previous``; the result is what `load` and `sanitize.check_session` give for
-        the whole file (tested equal). None (read it all) when ``previous`` did not end with a newline
-        (its last line may go on), is not one file's sessions, or the file holds inline sub-agent chains
-        (v1.0.x files, which no running Claude Code appends to)."""
-        from dataclasses import replace
-
-        from .sanitize import check_session
-
-        mains = [s for s in previous if not s.is_inline]
-        if len(mains) != 1 or len(previous) != 1 or not mains[0].trailing_newline or mains[0].format != self.name:
-            return None
-        old = mains[0]
-        source = str(path)
-        lines: list[bytes | None]
-        lines, trailing = read_lines(path, offset=offset)  # type: ignore[assignment]
-        records, skipped = list(old.records), list(old.skipped)
-        intern = Interner()
-        for index in range(len(lines)):
-            chunk, lines[index] = lines[index], None
-            item = parse_line(chunk, source=source, line_no=old.lines + index + 1, intern=intern)  # type: ignore[arg-type]
-            (skipped if isinstance(item, Skip) else records).append(item)  # type: ignore[arg-type]
-        if not lines:
-            trailing = old.trailing_newline
-        raw = self._session(path, records, skipped, old.lines + len(lines), trailing)
-        if not raw.is_subagent and any(r.is_sidechain for r in records):
-            return None  # an inline chain: its sessions are derived from the whole file's records
-        main = check_session(raw)
-        kept = old.metadata.get("warnings", [])  # the old records are clean already: their warnings stay
-        if kept:
-            main = replace(main, metadata={**main.metadata, "warnings": [*kept, *main.metadata.get("warnings", [])]})
-        return [main]
-
     @staticmethod
     def _session(path: Path, records: list[Record], skipped: list[Skip], n_lines: int, trailing: bool) -> Session:
         session_id = next((r.session_id for r in records if r.session_id), None)

@@ -126,9 +126,8 @@ def read_head(path: Path | str, size: int) -> bytes:
         return handle.read(size)
 
 
-def read_lines(path: Path | str, cap: int | None = None, *, offset: int = 0) -> tuple[list[bytes], bool]:
-    """Physical lines of a regular file (without ``\\n``) and whether it ended with a newline; from byte
-    ``offset`` on when given (the start of a line: the parsed-session cache reads only what was appended).
+def read_lines(path: Path | str, cap: int | None = None) -> tuple[list[bytes], bool]:
+    """Physical lines of a regular file (without ``\\n``) and whether it ended with a newline.
 
     A line longer than ``cap`` (default `max_line_bytes`) is an `OversizedLine`; its bytes are read
     and dropped chunk by chunk, so memory stays bounded by the cap whatever the file holds. A file no
@@ -140,11 +139,10 @@ def read_lines(path: Path | str, cap: int | None = None, *, offset: int = 0) -> 
     size = 0
     over = False
     with open_regular(path) as handle:
-        handle.seek(offset)
-        data = _whole(handle, cap, offset)
+        data = _whole(handle, cap)
         if data is not None:
             return _split(data)
-        handle.seek(offset)
+        handle.seek(0)
         while chunk := handle.read(_CHUNK):
             start = 0
             while True:
@@ -167,10 +165,9 @@ def read_lines(path: Path | str, cap: int | None = None, *, offset: int = 0) -> 
     return lines, True
 
 
-def _whole(handle: BinaryIO, cap: int, offset: int = 0) -> bytes | None:
-    """The whole file (from ``offset``, where the handle is) when it holds at most ``cap`` bytes (read
-    with one exact allocation), else None."""
-    size = max(0, os.fstat(handle.fileno()).st_size - offset)
+def _whole(handle: BinaryIO, cap: int) -> bytes | None:
+    """The whole file when it holds at most ``cap`` bytes (read with one exact allocation), else None."""
+    size = os.fstat(handle.fileno()).st_size
     if size > cap:
         return None
     data = handle.read(size)

@@ -274,16 +274,11 @@ def _load_file(
     def load() -> list[Session]:
         return [check_session(s) for s in found.load(path)]
 
-    appended = getattr(loader, "load_appended", None)  # a loader that can read on from where a file grew
-
-    def extend(previous: list[Session], offset: int) -> list[Session] | None:
-        return appended(path, previous, offset) if appended is not None else None
-
     try:
         if summary:
-            result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep", extend=extend)
+            result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep")
         else:
-            result = cached_sessions(path, loader.name, load, extend)
+            result = cached_sessions(path, loader.name, load)
     except NotRegularFile as exc:
         report.error(path, exc.reason)
         return None

@@ -19,14 +19,11 @@ entries per key:
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
   count). ``ingest`` and sweep planning read only these (and write only these).
 
-**A file that changed** has another hash. When it *grew* (same inode, longer, and its first bytes hash
-to the content cached before: a session Claude Code is still appending to) and that content's sessions
-are cached, the loader reads on **from where the old content ended** (`ClaudeCodeLoader.load_appended`:
-only the new lines are parsed; the result equals a full read, tested). Otherwise it is **read again in
-full**: a rewritten file, an old content whose last line had no newline yet (it may go on), a file with
-inline sub-agent chains, a loader that cannot read on, and an ``ingest`` alone (it keeps summaries,
-not sessions). The new entries replace the old ones of that path (a small pointer file per path), so
-the cache does not grow with every append. A file that changes *while* it is read is not cached.
+**A file that changed** (a session Claude Code is still appending to) has another hash, so it is read
+again in full (no re-reading from the offset where it changed: a complete re-read is always right,
+including for inline sub-agent chains and the session-level fields derived from all lines). The new
+entries replace the old ones of that path (a small pointer file per path), so the cache does not grow
+with every append. A file that changes *while* it is read is not cached.
 
 **Faults.** Entries are written to a temporary file and renamed into place, so concurrent processes
 (sweep workers, notebook kernels) see a whole entry or none. An entry that cannot be read back (corrupt,
@@ -178,26 +175,12 @@ def loader_version() -> str:
 
 def content_hash(path: Path | str) -> tuple[str, tuple[int, ...]]:
     """``(BLAKE2b of the file's bytes, its stamp when it was opened)`` (`_stamp`)."""
-    digest, stamp, _ = _hash_file(path)
-    return digest, stamp
-
-
-def _hash_file(path: Path | str, checkpoint: int | None = None) -> tuple[str, tuple[int, ...], str | None]:
-    """`content_hash`, and the hash of the first ``checkpoint`` bytes (None without one, or when the file
-    is shorter)."""
     digest = hashlib.blake2b(digest_size=16)
-    prefix = None
-    seen = 0
     with open_regular(path) as handle:
         stamp = _stamp_of(os.fstat(handle.fileno()))
-        while chunk := handle.read(
-            _CHUNK if checkpoint is None or seen >= checkpoint else min(_CHUNK, checkpoint - seen)
-        ):
+        while chunk := handle.read(_CHUNK):
             digest.update(chunk)
-            seen += len(chunk)
-            if checkpoint is not None and seen == checkpoint:
-                prefix = digest.hexdigest()
-    return digest.hexdigest(), stamp, prefix
+    return digest.hexdigest(), stamp
 
 
 def _stamp(path: Path | str) -> tuple[int, ...]:
@@ -313,10 +296,6 @@ class _Entry:
     pointer: str
     stamp: tuple[int, ...]
     digest: str
-    #: The key of the file's previous content when the file is that content plus appended bytes, and
-    #: that content's size: where to read on from.
-    previous: str | None = None
-    offset: int = 0
 
 
 def _entry(path: Path, loader_name: str) -> _Entry:
@@ -327,15 +306,11 @@ def _entry(path: Path, loader_name: str) -> _Entry:
     pointer = _hash(*settings, str(path))
     stamp = _stamp(path)
     known = _pointed(pointer)
-    old = tuple(known.get("stamp", ())) if known is not None else ()
-    if known is not None and old == stamp and isinstance(known.get("digest"), str):
-        return _Entry(_hash(*settings, str(path), known["digest"]), pointer, stamp, known["digest"])
-    grown = len(old) == 5 and old[:2] == stamp[:2] and 0 < old[2] < stamp[2]  # same inode, longer: appended?
-    digest, stamp, prefix = _hash_file(path, old[2] if grown else None)
-    key = _hash(*settings, str(path), digest)
-    if grown and known is not None and prefix == known.get("digest") and isinstance(known.get("key"), str):
-        return _Entry(key, pointer, stamp, digest, previous=known["key"], offset=old[2])
-    return _Entry(key, pointer, stamp, digest)
+    if known is not None and tuple(known.get("stamp", ())) == stamp and isinstance(known.get("digest"), str):
+        digest = known["digest"]
+    else:
+        digest, stamp = content_hash(path)
+    return _Entry(_hash(*settings, str(path), digest), pointer, stamp, digest)
 
 
 def _pointed(pointer: str) -> dict[str, Any] | None:
@@ -346,35 +321,15 @@ def _pointed(pointer: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-#: ``extend(previous sessions, offset)``: the sessions of a file that is the previous one plus what was
-#: appended from ``offset`` on, reading only that (None: cannot, read it all).
-Extend = Callable[[list[Session], int], "list[Session] | None"]
-
-
-def _fresh(entry: _Entry, load: Callable[[], list[Session]], extend: Extend | None) -> list[Session]:
-    """The file's sessions when its entry is missing: from its previous content's sessions plus the lines
-    appended since (when that content is cached and ``extend`` can), else ``load()`` (all of it)."""
-    if entry.previous is not None and extend is not None:
-        previous = _read(entry.previous, "sessions")
-        if isinstance(previous, list):
-            sessions = extend(previous, entry.offset)
-            if sessions is not None:
-                return sessions
-    return load()
-
-
-def cached_sessions(
-    path: Path, loader_name: str, load: Callable[[], list[Session]], extend: Extend | None = None
-) -> list[Session]:
-    """The sessions of ``path`` from the cache, or ``load()`` (then cached). A file that grew since its
-    sessions were cached is read from where its previous content ended (``extend``)."""
+def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Session]]) -> list[Session]:
+    """The sessions of ``path`` from the cache, or ``load()`` (then cached)."""
     if not cache_enabled():
         return load()
     entry = _entry(path, loader_name)
     found = _read(entry.key, "sessions")
     if isinstance(found, list):
         return found
-    sessions = _fresh(entry, load, extend)
+    sessions = load()
     if _unchanged(path, entry) and _keepable(entry):
         _write(entry.key, "sessions", sessions, entry)
     return sessions
@@ -386,12 +341,7 @@ def _keepable(entry: _Entry) -> bool:
 
 
 def cached_summary(
-    path: Path,
-    loader_name: str,
-    load: Callable[[], list[Session]],
-    *,
-    keep_sessions: bool = False,
-    extend: Extend | None = None,
+    path: Path, loader_name: str, load: Callable[[], list[Session]], *, keep_sessions: bool = False
 ) -> FileSummary:
     """The `FileSummary` of ``path`` from the cache, or of its sessions (then cached; the sessions too
     when ``keep_sessions``)."""
@@ -404,9 +354,7 @@ def cached_summary(
     sessions = _read(entry.key, "sessions")
     fresh = not isinstance(sessions, list)
     if fresh:
-        sessions = _fresh(
-            entry, load, extend
-        )  # ingest does not keep them: it needs only the summary (sessions cost ~2x the file)
+        sessions = load()  # ingest does not keep them: it needs only the summary (sessions cost ~2x the file)
     summary = file_summary(sessions)
     if _unchanged(path, entry):
         if fresh and keep_sessions and _keepable(entry):
