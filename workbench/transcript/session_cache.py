@@ -21,7 +21,9 @@ entries per key:
 
 **A file that changed** (a session Claude Code is still appending to) has another hash, so it is read
 again in full (no re-reading from the offset where it changed: a complete re-read is always right,
-including for inline sub-agent chains and the session-level fields derived from all lines). The new
+including for inline sub-agent chains and the session-level fields derived from all lines, and reading
+on saved nothing when tried: restoring the cached sessions costs about half a parse, and the new entry
+is written anyway; README "Scale"). The new
 entries replace the old ones of that path (a small pointer file per path), so the cache does not grow
 with every append. A file that changes *while* it is read is not cached.
 
