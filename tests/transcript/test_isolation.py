@@ -220,3 +220,27 @@ def test_report_leaves_a_corrupt_run_folder_out(tmp_path: Path) -> None:
     assert any("left out" in note for note in data["notes"])
     code, _, err = cli("report", str(runs / "broken"))
     assert code == 1 and "no run folder could be read" in err
+
+
+def test_recovery_reports_a_failing_session_and_measures_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``workbench recovery`` maps over sessions through `workbench.isolation` like the other commands."""
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    write_claude(folder / "b.jsonl", "s-b")
+    recovery_module = importlib.import_module("workbench.metrics.recovery")
+    real = recovery_module.recovery_rows
+
+    def flaky(session, **kw):
+        if session.id == "s-a":
+            raise ValueError("boom")
+        return real(session, **kw)
+
+    monkeypatch.setattr(recovery_module, "recovery_rows", flaky)
+    code, out, err = cli("recovery", str(folder), "--json")
+    data = json.loads(out)
+    assert code == 0, err
+    assert data["sessions"] == 1
+    assert [f["session_id"] for f in data["failed"]] == ["s-a"]
+    assert "session s-a: ValueError: boom" in err

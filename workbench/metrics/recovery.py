@@ -164,6 +164,10 @@ def recovery_rows(session: Session, *, estimator: str = "claude-rough") -> list[
 
 def recovery(sessions: Iterable[Session], *, estimator: str = "claude-rough") -> pd.DataFrame:
     """Every recorded compaction of ``sessions`` with its measured recovery (columns `RECOVERY_COLUMNS`)."""
-    rows = [row for session in sessions for row in recovery_rows(session, estimator=estimator)]
-    frame = pd.DataFrame(rows, columns=list(RECOVERY_COLUMNS))
+    return recovery_frame(row for session in sessions for row in recovery_rows(session, estimator=estimator))
+
+
+def recovery_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """`recovery_rows` of several sessions as one frame, in (file, line) order."""
+    frame = pd.DataFrame(list(rows), columns=list(RECOVERY_COLUMNS))
     return frame.sort_values(["file", "line"], kind="stable").reset_index(drop=True) if len(frame) else frame

@@ -1,0 +1,227 @@
+"""``workbench ingest``, ``tokens``, ``export``, ``validate`` and ``invariants``: the commands over
+transcripts (registered on the main app by `register`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .cli_common import FormatOpt, JsonOpt, PathsArg, _check_load_args, _emit, _fail_if_nothing, _finish, _load, _Stream
+from .isolation import SessionFailure, each_session, fold_sessions, stream_sessions
+from .transcript import LoadReport, Session
+from .transcript.export import ExportError, check_destination, plan_export, session_bytes, write_atomic
+from .transcript.registry import file_summaries
+from .transcript.session_cache import FileSummary, file_summary
+
+__all__ = ["ingest_report", "register"]
+
+
+def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]:
+    """The ``workbench ingest`` summary (``lines == records + len(skipped)``) of loaded sessions."""
+    return _ingest_data([file_summary(sessions)], report)
+
+
+def _ingest_data(summaries: Iterable[FileSummary], report: LoadReport) -> dict[str, Any]:
+    """The ``workbench ingest`` summary from per-file summaries (merged as they come: one at a time)."""
+    by_kind: Counter[str] = Counter()
+    by_format: Counter[str] = Counter()
+    skipped: list[dict[str, Any]] = []
+    warnings: list[dict[str, Any]] = []
+    different: list[str] = []
+    lines = records = sessions = subagents = checked = 0
+    for summary in summaries:
+        lines += summary.lines
+        records += summary.records
+        sessions += len(summary.sessions)
+        subagents += sum(info.is_subagent for info in summary.sessions)
+        skipped += summary.skipped
+        by_kind += summary.by_kind
+        by_format += summary.by_format
+        warnings += summary.warnings
+        checked += summary.round_trip_checked
+        different += summary.round_trip_different
+    return {
+        "files": len(report.files),
+        "lines": lines,  # inline sub-agents: lines their main owns
+        "records": records,
+        "sessions": sessions,
+        "subagent_sessions": subagents,
+        "skipped": skipped,
+        "by_kind": dict(sorted(by_kind.items())),
+        "by_format": dict(by_format),
+        "warnings": warnings,
+        "ignored": report.ignored,
+        "errors": report.errors,
+        "round_trip": {"checked": checked, "identical": checked - len(different), "different": different},
+    }
+
+
+def ingest(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
+    """Load transcripts and report every line: kept as a record or skipped with file, line and reason.
+
+    Files are read one at a time; an unchanged file's summary comes from the parsed-session cache
+    (`workbench.transcript.session_cache`: nothing is parsed)."""
+    _check_load_args(fmt)
+    report = LoadReport()
+    data = _ingest_data((summary for _, summary in file_summaries(paths, format=fmt, report=report)), report)
+    lines = [
+        f"{data['files']} files, {data['sessions']} sessions ({data['subagent_sessions']} sub-agent), "
+        f"{data['lines']} lines -> {data['records']} records, {len(data['skipped'])} skipped",
+        "by kind: " + ", ".join(f"{k}={v}" for k, v in data["by_kind"].items()),
+        f"round trip: {data['round_trip']['identical']}/{data['round_trip']['checked']} files byte-identical",
+    ]
+    lines += [f"skipped {s['file']}:{s['line']}: {s['reason']}" for s in data["skipped"]]
+    lines += [f"warning {w['file']}:{w['line']}: {w['reason']}" for w in data["warnings"]]
+    lines += [f"ignored {i['file']}: {i['reason']}" for i in data["ignored"]]
+    _emit(data, as_json, "\n".join(lines))
+    for error in report.errors:
+        typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+    if not data["records"]:
+        typer.echo("error: no transcript records could be read", err=True)
+        raise typer.Exit(1)
+
+
+def tokens(
+    paths: PathsArg,
+    estimator: Annotated[
+        list[str] | None, typer.Option("--estimator", "-e", help="Estimator name (repeatable); default: all.")
+    ] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Calibrate the estimators against the context size recorded at every API call."""
+    import pandas as pd
+
+    from .tokens.calibration import boundary_table, calibration_frame, calibration_summary
+
+    try:
+        empty = calibration_frame([], estimator)  # checks the estimator names
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    stream = _Stream(paths, fmt)
+    failures: list[SessionFailure] = []
+    frames, tables, done = [], [], 0
+    for _, (part, table) in stream_sessions(
+        lambda s: (calibration_frame([s], estimator), boundary_table([s])), stream.sessions(), failures
+    ):
+        done += 1
+        frames += [part] if len(part) else []
+        tables += [table] if len(table) else []
+    stream.fail_if_nothing()
+    frame = pd.concat(frames, ignore_index=True) if frames else empty
+    boundaries = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    summary = calibration_summary(frame)
+    data = {
+        "note": None
+        if len(frame)
+        else "no API call with recorded usage in these sessions: nothing to calibrate against",
+        "sessions": done,
+        "estimators": summary.to_dict(orient="records"),
+        "boundaries": boundaries.to_dict(orient="records"),
+        "failed": [f.as_dict() for f in failures],
+    }
+    human = summary.to_string(index=False) if len(frame) else str(data["note"])
+    if not boundaries.empty:
+        human += "\n\nrecorded compact boundaries (preTokens vs estimate just before):\n" + boundaries.to_string(
+            index=False
+        )
+    _emit(data, as_json, human)
+    _finish(failures, done)
+
+
+def export(
+    paths: PathsArg,
+    out: Annotated[Path, typer.Option("--out", help="Output folder (not an input, nor inside one).")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that already exist in --out.")] = False,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Write each session to its own JSONL file (unmodified Claude Code sessions are byte-identical).
+
+    Nothing is written when --out is an input or inside one, or (without --force) when a target exists.
+    """
+    sessions, report = _load(paths, fmt)
+    _fail_if_nothing(sessions, report)
+    sessions = [s for s in sessions if not s.is_inline]  # inline sub-agents: their lines are the main session's
+    targets = plan_export(sessions, paths, out)
+    try:
+        check_destination(out, paths, targets, (s.source for s in sessions), force=force)
+    except ExportError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    target_of = {id(s): t for s, t in zip(sessions, targets, strict=True)}
+    failures: list[SessionFailure] = []
+    done = each_session(
+        lambda s: str(write_atomic(target_of[id(s)], session_bytes(s), force=force)), sessions, failures
+    )
+    written = [path for _, path in done]
+    data = {"written": written, "sessions": len(written), "failed": [f.as_dict() for f in failures]}
+    _emit(data, as_json, "\n".join(written))
+    _finish(failures, len(done))
+
+
+def validate(
+    paths: PathsArg,
+    no_repair: Annotated[
+        bool, typer.Option("--no-repair", help="Validate the normalized request without repair.")
+    ] = False,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Validate the request Claude Code would have sent before every recorded API call."""
+    from .api.study import ValidateStudy
+
+    stream = _Stream(paths, fmt)
+    failures: list[SessionFailure] = []
+    study = ValidateStudy(repair=not no_repair)
+    used = fold_sessions(study.add, stream.sessions(), failures)
+    stream.fail_if_nothing()
+    data = study.report()
+    data["failed"] = [f.as_dict() for f in failures]
+    human = (
+        f"{data['sessions']} sessions, {data['steps']} steps, "
+        f"{len(data['violations'])} violations, {data['repaired']} repaired"
+    )
+    human += "".join(
+        f"\n{v['session_id']} step {v['step']}: {v['rule']} at {v['location']}: {v['message']}"
+        for v in data["violations"]
+    )
+    _emit(data, as_json, human)
+    _finish(failures, len(used))
+
+
+def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
+    """The naive-cut study: violation rates of cuts at every index and at keep-window cut points."""
+    from .api.study import InvariantsStudy
+
+    stream = _Stream(paths, fmt)
+    failures: list[SessionFailure] = []
+    study = InvariantsStudy()
+    used = fold_sessions(study.add, stream.sessions(), failures)
+    stream.fail_if_nothing()
+    data = study.report()
+    data["failed"] = [f.as_dict() for f in failures]
+    lines = []
+    for family in ("all_indices", "keep_window"):
+        for variant, row in data[family].items():
+            if isinstance(row, dict) and "rate" in row:
+                lines.append(
+                    f"{family:<12} {variant:<18} cuts={row['cuts']:<6} "
+                    f"violating={row['violating']:<6} rate={row['rate']:.4f}"
+                )
+    _emit(data, as_json, "\n".join(lines))
+    _finish(failures, len(used))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the transcript commands to the ``workbench`` app."""
+    app.command()(ingest)
+    app.command()(tokens)
+    app.command()(export)
+    app.command()(validate)
+    app.command()(invariants)

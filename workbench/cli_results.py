@@ -1,0 +1,282 @@
+"""``workbench strategies``, ``replay``, ``recovery`` and ``report``: the commands that replay and score
+(registered on the main app by `register`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .cli_common import (
+    FormatOpt,
+    JsonOpt,
+    PathsArg,
+    _emit,
+    _fail_if_nothing,
+    _finish,
+    _load,
+    _parse_sets,
+    _rows,
+    _Stream,
+)
+from .isolation import SessionFailure, each_session, over_sessions, stream_sessions
+
+__all__ = ["register"]
+
+
+def list_strategies(as_json: JsonOpt = False) -> None:
+    """List the registered strategies (built in and from `workbench.strategies` entry points) with their
+    config schema and defaults; entry points that fail to load are listed under errors."""
+    from .strategies.registry import broken_strategies, strategy_origin
+    from .strategies.registry import strategies as registry
+
+    rows: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "description": cls.description,
+            "unsafe": cls.unsafe,
+            "origin": strategy_origin(name),
+            "defaults": cls.Config().model_dump(mode="json"),
+            "schema": cls.Config.model_json_schema(),
+        }
+        for name, cls in sorted(registry().items())
+    ]
+    errors = [b.as_dict() for b in broken_strategies()]
+    human = "\n".join(
+        f"{r['name']:<24}{' (unsafe)' if r['unsafe'] else '':<10}{r['description']}"
+        + ("" if r["origin"] == "builtin" else f" [{r['origin']}]")
+        for r in rows
+    )
+    human += "".join(f"\nerror: strategy {e['name']} ({e['entry_point']}): {e['error']}" for e in errors)
+    _emit({"strategies": rows, "errors": errors}, as_json, human)
+
+
+def replay(
+    paths: PathsArg,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy name (see `workbench strategies`).")],
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="Config override key=value (dotted keys nest).")
+    ] = None,
+    estimator: Annotated[
+        str, typer.Option(help="Per-record estimator for post-compaction accounting.")
+    ] = "claude-rough",
+    out: Annotated[Path | None, typer.Option("--out", help="Write steps.parquet and events.parquet here.")] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Replay sessions call by call through a compaction strategy."""
+    from pydantic import ValidationError
+
+    from .replay import replay_session
+    from .replay.frames import FrameWriter
+    from .strategies import create
+
+    try:
+        instance = create(strategy, _parse_sets(sets))
+    except (ValueError, ValidationError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if estimator == "claude-context":
+        estimator = "claude-rough"  # claude-context = usage + claude-rough; accounting uses its rough part
+    stream = _Stream(paths, fmt)
+    failures: list[SessionFailure] = []
+    keys = (
+        "kind",
+        "trigger",
+        "step",
+        "after_message_id",
+        "tokens_before",
+        "tokens_after",
+        "violations",
+        "violation_rules",
+        "repaired",
+        "fallbacks",
+        "keep_start",
+        "naive_start",
+    )
+    rows: list[dict[str, Any]] = []
+    writer = FrameWriter(out) if out is not None else None
+    try:
+        for _, result in stream_sessions(  # one session group in memory at a time; rows go to parquet parts
+            lambda s: replay_session(s, instance, estimator=estimator),
+            stream.sessions(),
+            failures,
+            progress=None if as_json else f"replay {instance.name}",
+        ):
+            rows.append(
+                {
+                    "session_id": result.session_id,
+                    "file": result.source,
+                    "steps": len(result.steps),
+                    "peak_context_tokens": result.peak_context_tokens,
+                    "events": [{k: e.get(k) for k in keys} for e in result.events],
+                }
+            )
+            if writer is not None:
+                writer.add(result)
+        stream.fail_if_nothing()
+        if writer is not None:
+            writer.close()
+    finally:
+        if writer is not None:
+            writer.discard()
+    data = {
+        "strategy": instance.name,
+        "config": instance.config.model_dump(mode="json"),
+        "sessions": rows,
+        "failed": [f.as_dict() for f in failures],
+    }
+    if out is not None and rows:
+        from .report import write_manifest
+
+        write_manifest(out, instance.name, instance.config.model_dump(mode="json"), paths, estimator=estimator, fmt=fmt)
+        data["out"] = str(out)
+    lines = [
+        f"{s['session_id'][:44]:<46}{s['steps']:>6} steps  peak {s['peak_context_tokens']:>8}  "
+        + (", ".join(f"{e['kind']}@{e['step']}({e['tokens_before']}->{e['tokens_after']})" for e in s["events"]) or "-")
+        for s in data["sessions"]
+    ]
+    _emit(data, as_json, "\n".join(lines))
+    _finish(failures, len(rows))
+
+
+def recovery(
+    paths: PathsArg,
+    estimator: Annotated[str, typer.Option(help="Estimator for the re-read tokens.")] = "claude-rough",
+    validate_scores: Annotated[
+        bool, typer.Option("--validate", help="Also score the fidelity metrics against what was re-acquired.")
+    ] = False,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated questions)."""
+    from .metrics.recovery import recovery_frame, recovery_rows
+    from .tokens.estimators import estimator_names
+
+    if estimator not in estimator_names():
+        typer.echo(f"error: unknown estimator {estimator!r} (known: {', '.join(estimator_names())})", err=True)
+        raise typer.Exit(2)
+    loaded, report = _load(paths, fmt)
+    _fail_if_nothing(loaded, report)
+    failures: list[SessionFailure] = []
+    done = each_session(lambda s: recovery_rows(s, estimator=estimator), loaded, failures)
+    sessions = [session for session, _ in done]
+    frame = recovery_frame(row for _, rows in done for row in rows)
+    data: dict[str, Any] = {
+        "estimator": estimator,
+        "sessions": len(sessions),
+        "compactions": _rows(frame),
+        "failed": [f.as_dict() for f in failures],
+    }
+    if frame.empty:
+        human = "no recorded compaction (compact_boundary) on a main chain in these sessions"
+    else:
+        names = frame["file"].map(lambda f: Path(f).name)
+        shown = frame.drop(columns=["reread_paths", "session_id"]).assign(file=names)
+        human = f"{len(frame)} recorded compactions in {frame['file'].nunique()} files\n" + shown.to_string(index=False)
+    if validate_scores and not frame.empty:
+        from .metrics.validation import compaction_table, file_predictors, file_table, score_correlations
+
+        sessions, table = over_sessions(lambda items: compaction_table(items, estimator=estimator), sessions, failures)
+        correlations = score_correlations(table)
+        sessions, files = over_sessions(file_table, sessions, failures)
+        predictors = file_predictors(files)
+        data["validation"] = {
+            "compactions": _rows(table.drop(columns=["reread_paths"])),
+            "correlations": _rows(correlations),
+            "file_predictors": _rows(predictors),
+        }
+        human += (
+            "\n\nscores vs measured recovery_tokens (Spearman, per compaction):\n"
+            + correlations.to_string(index=False)
+            + "\n\nper file read before a compaction: re-read rate by predictor:\n"
+            + predictors.to_string(index=False)
+        )
+        data["failed"] = [f.as_dict() for f in failures]
+    _emit(data, as_json, human)
+    _finish(failures, len(sessions))
+
+
+def report_command(
+    results_dir: Annotated[Path, typer.Argument(help="A `workbench replay --out` folder, or a folder of them.")],
+    as_json: JsonOpt = False,
+    window: Annotated[int, typer.Option(help="Context window for overflow counts.")] = 200_000,
+    blocking_limit: Annotated[int, typer.Option(help="Blocking limit for overflow counts.")] = 177_000,
+    baseline: Annotated[
+        str | None, typer.Option(help="Strategy the paired differences are taken against (default: recorded, none).")
+    ] = None,
+    probes: Annotated[
+        bool, typer.Option("--probes", help="Run the online judge probes on every compaction (needs a budget).")
+    ] = False,
+    probe_budget_usd: Annotated[
+        float | None, typer.Option(help="Hard budget of the probe run in USD: refuse above it, stop at it.")
+    ] = None,
+    probe_model: Annotated[str, typer.Option(help="Model that writes and answers the probes.")] = "claude-sonnet-4-6",
+    probe_judge_model: Annotated[str | None, typer.Option(help="Judge model (default: --probe-model).")] = None,
+    probe_kinds: Annotated[
+        list[str] | None, typer.Option("--probe-kind", help="Probe kind (repeatable; default: all four).")
+    ] = None,
+    probes_per_kind: Annotated[int, typer.Option(help="Probes of each kind per compaction.")] = 1,
+) -> None:
+    """Summarise replay results: savings, violations, recall, recovery and cost per session and strategy,
+    with 95% bootstrap intervals over sessions and paired differences against a baseline."""
+    from .report import render_report, report
+
+    if not results_dir.is_dir():
+        typer.echo(f"error: {results_dir}: not a folder", err=True)
+        raise typer.Exit(1)
+    options = None
+    if probes:
+        if probe_budget_usd is None or probe_budget_usd < 0:
+            typer.echo("error: --probes needs --probe-budget-usd (a hard budget in USD, >= 0)", err=True)
+            raise typer.Exit(2)
+        from .online.probe_text import PROBE_KINDS
+
+        kinds = tuple(probe_kinds or PROBE_KINDS)
+        if unknown := [k for k in kinds if k not in PROBE_KINDS]:
+            typer.echo(f"error: unknown probe kind(s) {unknown}; known: {', '.join(PROBE_KINDS)}", err=True)
+            raise typer.Exit(2)
+
+        def announce(estimate: dict[str, Any]) -> None:
+            typer.echo(
+                f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} compactions, "
+                f"{estimate['requests']} requests to send, {estimate['cached']} cached; "
+                f"budget ${probe_budget_usd:,.2f}",
+                err=True,
+            )
+
+        options = {
+            "budget_usd": probe_budget_usd,
+            "model": probe_model,
+            "judge_model": probe_judge_model,
+            "kinds": kinds,
+            "n_per_kind": probes_per_kind,
+            "on_estimate": announce,
+            "progress": not as_json,
+        }
+    refusals: tuple[type[Exception], ...] = ()
+    if probes:
+        from .online.client import MissingAPIKeyError
+        from .online.probe_run import ProbeBudgetError
+
+        refusals = (ProbeBudgetError, MissingAPIKeyError)
+    try:
+        data = report(results_dir, window=window, blocking_limit=blocking_limit, baseline=baseline, probes=options)
+    except refusals as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except (FileNotFoundError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    _emit(data, as_json, render_report(data))
+    for failed in data.get("failed_runs", []):
+        typer.echo(f"error: {failed['path']}: {failed['reason']} (run folder left out)", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the replay and scoring commands to the ``workbench`` app."""
+    app.command("strategies")(list_strategies)
+    app.command()(replay)
+    app.command()(recovery)
+    app.command("report")(report_command)
