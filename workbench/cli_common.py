@@ -85,9 +85,13 @@ class _Stream:
         self.report = LoadReport()
         self.records = 0
 
-    def sessions(self) -> Iterator[Session]:
+    def groups(self) -> Iterator[list[Session]]:
         for group in load_groups(self.paths, format=self.fmt, report=self.report):
             self.records += sum(len(s.records) for s in group)
+            yield list(group)
+
+    def sessions(self) -> Iterator[Session]:
+        for group in self.groups():
             yield from group
 
     def fail_if_nothing(self) -> None:

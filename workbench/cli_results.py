@@ -20,7 +20,8 @@ from .cli_common import (
     _rows,
     _Stream,
 )
-from .isolation import SessionFailure, each_session, over_sessions, stream_sessions
+from .isolation import SessionFailure, each_session, over_sessions, stream_groups, stream_sessions
+from .transcript import Session
 
 __all__ = ["register"]
 
@@ -62,13 +63,21 @@ def replay(
         str, typer.Option(help="Per-record estimator for post-compaction accounting.")
     ] = "claude-rough",
     out: Annotated[Path | None, typer.Option("--out", help="Write steps.parquet and events.parquet here.")] = None,
+    process: Annotated[
+        bool,
+        typer.Option(
+            "--process",
+            help="Replay a main session and its sub-agents as one process: state the strategy shares between "
+            "agents (Claude Code's module state) is shared, calls in timestamp order.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay sessions call by call through a compaction strategy."""
     from pydantic import ValidationError
 
-    from .replay import replay_session
+    from .replay import replay_process, replay_session
     from .replay.frames import FrameWriter
     from .strategies import create
 
@@ -98,12 +107,28 @@ def replay(
     rows: list[dict[str, Any]] = []
     writer = FrameWriter(out) if out is not None else None
     try:
-        for _, result in stream_sessions(  # one session group in memory at a time; rows go to parquet parts
-            lambda s: replay_session(s, instance, estimator=estimator),
-            stream.sessions(),
-            failures,
-            progress=None if as_json else f"replay {instance.name}",
-        ):
+        if process:  # one group at a time, each as one process (a group without a main session: alone)
+            results = (
+                result
+                for _, group_results in stream_groups(
+                    lambda g: _replay_group_as_process(g, instance, estimator, replay_process, replay_session),
+                    stream.groups(),
+                    failures,
+                    progress=None if as_json else f"replay {instance.name} (processes)",
+                )
+                for result in group_results
+            )
+        else:
+            results = (
+                result
+                for _, result in stream_sessions(  # one session group in memory at a time; rows to parquet parts
+                    lambda s: replay_session(s, instance, estimator=estimator),
+                    stream.sessions(),
+                    failures,
+                    progress=None if as_json else f"replay {instance.name}",
+                )
+            )
+        for result in results:
             rows.append(
                 {
                     "session_id": result.session_id,
@@ -139,6 +164,16 @@ def replay(
     ]
     _emit(data, as_json, "\n".join(lines))
     _finish(failures, len(rows))
+
+
+def _replay_group_as_process(
+    group: list[Session], strategy: Any, estimator: str, replay_process: Any, replay_session: Any
+) -> list[Any]:
+    """A main session with its sub-agents as one process; sessions of a group without one main: alone."""
+    mains = [s for s in group if not s.is_subagent]
+    if len(mains) == 1 and len(group) > 1:
+        return list(replay_process(group, strategy, estimator=estimator))
+    return [replay_session(s, strategy, estimator=estimator) for s in group]
 
 
 def recovery(

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from .transcript.model import Session
 
-__all__ = ["SessionFailure", "each_session", "fold_sessions", "over_sessions", "stream_sessions"]
+__all__ = ["SessionFailure", "each_session", "fold_sessions", "over_sessions", "stream_groups", "stream_sessions"]
 
 T = TypeVar("T")
 
@@ -115,21 +115,48 @@ def stream_sessions(
     """`each_session`, lazily: ``(session, fn(session))`` as each session is computed (the sessions are
     not listed first, so a generator of sessions is read one at a time). ``progress``: a tqdm bar
     (without a total: the sessions are not counted first)."""
+    return _stream(fn, sessions, failures, progress, "session", lambda session: session)
+
+
+def stream_groups(
+    fn: Callable[[list[Session]], T],
+    groups: Iterable[list[Session]],
+    failures: list[SessionFailure],
+    *,
+    progress: str | None = None,
+) -> Iterator[tuple[list[Session], T]]:
+    """`stream_sessions` over session groups (a main session and its sub-agents, computed together): a
+    group ``fn`` fails on is reported under its main session (or its first session without one)."""
+    return _stream(fn, groups, failures, progress, "group", _lead)
+
+
+def _lead(group: list[Session]) -> Session:
+    return next((s for s in group if not s.is_subagent), group[0])
+
+
+def _stream(
+    fn: Callable[[Any], T],
+    items: Iterable[Any],
+    failures: list[SessionFailure],
+    progress: str | None,
+    unit: str,
+    session_of: Callable[[Any], Session],
+) -> Iterator[tuple[Any, T]]:
     bar = None
     if progress is not None:
         from tqdm.auto import tqdm
 
-        bar = tqdm(desc=progress, unit="session")
+        bar = tqdm(desc=progress, unit=unit)
     try:
-        for session in sessions:
+        for item in items:
             try:
-                value = fn(session)
+                value = fn(item)
             except Exception as exc:
                 if _debug():
                     raise
-                failures.append(SessionFailure.of(session, exc))
+                failures.append(SessionFailure.of(session_of(item), exc))
             else:
-                yield session, value
+                yield item, value
             if bar is not None:
                 bar.update(1)
     finally:
