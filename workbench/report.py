@@ -339,9 +339,27 @@ def report(
     saving = savings_sessions(steps, events, window=window, blocking_limit=blocking_limit, baseline=uncompacted)
     valid = validity_sessions(steps, events)
     money = cost_sessions(steps, events, by_id, pricing=pricing, summarizer_input=summarizer_input)  # type: ignore[arg-type]
+    stale = _without_extraction_columns(steps, events)
+    if stale:
+        notes.append(
+            f"steps.parquet without the session-memory extraction columns (written before they existed) for "
+            f"{', '.join(stale)}: their extractions are not priced (memory_cost_usd 0); replay again"
+        )
     table = saving.merge(valid.drop(columns=["steps", "compactions"]), on=KEYS, how="left")
     table = table.merge(
-        money[[*KEYS, "cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "summarizer_share", "compaction_agent"]],
+        money[
+            [
+                *KEYS,
+                "cost_usd",
+                "cost_per_1k_steps",
+                "summarizer_cost_usd",
+                "summarizer_share",
+                "memory_extractions",
+                "memory_cost_usd",
+                "memory_share",
+                "compaction_agent",
+            ]
+        ],
         on=KEYS,
         how="left",
     )
@@ -425,6 +443,21 @@ def _probes(
     return probe_report(options, by_id, events, notes)
 
 
+#: Strategies that extract session memory by default (their old run folders lack the extraction columns).
+_MEMORY_STRATEGIES = frozenset({"sm-compact", "sm-compact-reference", "sm-compact-naive", "claude-code"})
+
+
+def _without_extraction_columns(steps: pd.DataFrame, events: pd.DataFrame) -> list[str]:
+    """Strategies with session memory whose steps were written before ``memory_extraction`` existed."""
+    old = steps if "memory_extraction" not in steps.columns else steps[steps["memory_extraction"].isna()]
+    if old.empty:
+        return []
+    names = set(old["strategy"]) & _MEMORY_STRATEGIES
+    if len(events) and "summary_source" in events.columns:
+        names |= set(events.loc[events["summary_source"] == "session-memory", "strategy"]) & set(old["strategy"])
+    return sorted(names)
+
+
 def _with_recovery(
     table: pd.DataFrame,
     steps: pd.DataFrame,
@@ -483,6 +516,8 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         fallbacks=("fallbacks", "sum"),
         cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # unpriced sessions stay NaN
         summarizer_cost_usd=("summarizer_cost_usd", "sum"),
+        memory_extractions=("memory_extractions", "sum"),
+        memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),
         expected_recovery_calls=("expected_recovery_calls", lambda c: _available_sum(c)),
         expected_recovery_tokens=("expected_recovery_tokens", lambda c: _available_sum(c)),
         expected_recovery_files=("expected_recovery_files", lambda c: _available_sum(c)),

@@ -27,8 +27,9 @@ import pyarrow as pa
 
 __all__ = ["SCHEMAS", "SCHEMA_KEY", "SCHEMA_VERSION", "SchemaError", "conform", "part_version", "to_table"]
 
-#: Bump when a table's columns or types change (2: events' summary_source, summary_note, recorded_boundary).
-SCHEMA_VERSION = 2
+#: Bump when a table's columns or types change (2: events' summary_source, summary_note, recorded_boundary;
+#: 3: steps' session-memory extraction columns).
+SCHEMA_VERSION = 3
 #: Key of the version in each part file's schema metadata.
 SCHEMA_KEY = b"workbench.store.schema"
 
@@ -102,6 +103,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("violations", _I),
         ("violation_rules", _S),
         ("repaired", _I),
+        # the session-memory extraction the hook ran before this call (`workbench.memory.fork`)
+        ("memory_extraction", _B),
+        ("extraction_context_tokens", _I),
+        ("extraction_prompt_tokens", _I),
+        ("extraction_notes_tokens", _I),
+        ("extraction_edit_tokens", _I),
+        ("extractor", _S),
         ("cell_id", _S),
         ("config_hash", _S),
         ("batch", _S),

@@ -110,7 +110,11 @@ def cell_table(
         table = table.merge(valid[[*KEYS, *keep]], on=KEYS, how="left")
     if "cost" in metrics and len(steps):
         money = cost_sessions(steps, no_events, by_id or None, pricing=load_pricing())
-        keep = [c for c in ("cost_usd", "cost_per_1k_steps", "summarizer_cost_usd") if c in money.columns]
+        keep = [
+            c
+            for c in ("cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "memory_cost_usd", "memory_extractions")
+            if c in money.columns
+        ]
         table = table.merge(money[[*KEYS, *keep]], on=KEYS, how="left")
     if "fidelity" in metrics and by_id and len(steps):
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
@@ -184,6 +188,8 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
             "steps_over_window_without",
             "cost_usd",
             "summarizer_cost_usd",
+            "memory_cost_usd",
+            "memory_extractions",
             "needed_facts",
             "needed_facts_kept",
             "dropped_facts",
@@ -192,7 +198,7 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
         if c in cells.columns
     }
     grouped = cells.groupby(["strategy", "config_hash"], sort=True)
-    for column in ("cost_usd", "summarizer_cost_usd"):  # an unpriced session makes the total unknown, not smaller
+    for column in ("cost_usd", "summarizer_cost_usd", "memory_cost_usd"):  # an unpriced session: unknown, not smaller
         if column in sums:
             sums[column] = lambda c: c.sum(min_count=len(c))  # type: ignore[assignment]
     out = grouped.agg({**sums, "peak_context_tokens": "max", "config_json": "first"})

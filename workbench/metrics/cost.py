@@ -7,10 +7,11 @@ Three modules, one concern each: `workbench.metrics.pricing` (the dated price ta
 rule). This module prices the simulation and adds the compaction calls.
 
 **Definitions.** ``cost_usd`` = Σ steps (input·p_in + write·p_write + read·p_read + output·p_out, long-context
-tiers as in `workbench.metrics.pricing`) + the strategy's compaction calls; ``cost_per_1k_steps`` =
-``cost_usd / steps × 1000``; ``summarizer_share`` = compaction-call cost / ``cost_usd``. Output tokens are
-the recorded ones (open-loop replay: the future is the same under every strategy; the bill's output per
-response, see `workbench.metrics.bill` for the undercount and its estimate).
+tiers as in `workbench.metrics.pricing`) + the strategy's compaction calls (``summarizer_cost_usd``) + its
+session-memory extractions (``memory_cost_usd``); ``cost_per_1k_steps`` = ``cost_usd / steps × 1000``;
+``summarizer_share`` = ``summarizer_cost_usd / cost_usd``, ``memory_share`` = ``memory_cost_usd /
+cost_usd``. Output tokens are the recorded ones (open-loop replay: the future is the same under every
+strategy; the bill's output per response, see `workbench.metrics.bill` for the undercount and its estimate).
 
 **Compaction calls, priced once.**
 
@@ -25,7 +26,34 @@ response, see `workbench.metrics.bill` for the undercount and its estimate).
   Claude Code's compaction is a forked call that reuses the main conversation's prompt cache (the
   compaction agents record ~165k cache-read tokens per call); ``summarizer_input="input"`` prices it
   uncached instead.
+* session-memory compaction (``summary_source == "session-memory"``; before that column, the kinds
+  ``sm-compact``/``sm-compact-naive``) makes **no** API call: the summary is the notes file read from disk
+  (docs §2.6 step 3), so it adds no summariser call. Its fallback to full compaction is a real summary
+  call (its event's ``summary_source`` is ``offline``/``anthropic``/``recorded``) and is priced as above.
 * ``none`` compacts nothing and carries no compaction cost.
+
+**Session-memory extractions, priced as Claude Code's forked call.** What session memory really costs is
+the extraction (docs §1.3): each post-sampling hook run where ``shouldExtractMemory`` says so forks the
+conversation (``runForkedAgent``, a *cache-sharing* fork, ``querySource: 'session_memory'``) with one extra
+user message, the update prompt with the current notes (docs §1.1), and the reply is the Edit calls. The
+replay records each on the step row of the next call (`workbench.memory.fork`, `workbench.replay.engine`);
+`_memory_rows` prices it as one call:
+
+* **cache read**: the prefix the fork shares with the main thread's cache, the simulated prompt of the
+  call whose response the hook saw (``min(prompt(k−1), extraction_context_tokens)``);
+* **cache write**: the rest of the conversation it reads (that response, not yet cached) plus the update
+  prompt (``extraction_prompt_tokens``), at the session's cache-write rate (5 min, or 1 h). A request
+  writes what follows its cache breakpoint, and the recorded compaction forks do exactly that: each of the
+  corpus' three ``agent-acompact-*`` calls read ~165k tokens from the cache and wrote its 2.5k-8.7k token
+  tail (3 tokens of uncached input), so the extraction's tail is a write, not plain input;
+* **output**: the Edit calls (``extraction_edit_tokens``: the online extractor's recorded output, else
+  the estimate from the notes' changed lines, `workbench.memory.fork.edit_calls`).
+
+Not modelled: the fork's second turn (the Edit results go back and the model ends its turn: another cache
+read of the same prefix and a few output tokens; our online extractor skips it too), and that the main
+thread's next request could read the response from the fork's write instead of writing it again. Steps
+written before the extraction columns existed carry no extractions: their SM runs are then priced
+without them (`workbench report` notes it).
 
 Worked example (claude-opus-4-6: input $5, write $6.25, read $0.50, output $25 per MTok; no static
 prefix; calls one minute apart; output 100 tokens each; recorded input_tokens 0): prompts 10k, 12k, then
@@ -146,6 +174,18 @@ def cost_steps(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+#: Event kinds whose summary is the session-memory file (events written before ``summary_source`` existed).
+_SM_KINDS = frozenset({"sm-compact", "sm-compact-naive"})
+
+
+def _from_session_memory(event: Mapping[str, Any]) -> bool:
+    """The summary is the notes file read from disk: SM-compaction makes no API call (docs §2.6 step 3)."""
+    source = event.get("summary_source")
+    if isinstance(source, str):
+        return source == "session-memory"
+    return event.get("kind") in _SM_KINDS
+
+
 def _summarizer_rows(
     events: pd.DataFrame,
     sessions: Mapping[str, Session],
@@ -158,6 +198,8 @@ def _summarizer_rows(
         summary = event.get("summary")
         if not isinstance(summary, str) or not summary or event.get("kind") == "recorded-compact":
             continue  # a recorded compaction's call is its compaction agent's own session
+        if _from_session_memory(event):
+            continue  # its cost is the extractions that wrote the notes (`_memory_rows`)
         summary_tokens = round(len(summary) / 4)
         before = pd.to_numeric(event.get("tokens_before"), errors="coerce")
         after = pd.to_numeric(event.get("tokens_after"), errors="coerce")
@@ -192,6 +234,64 @@ def _summarizer_rows(
     )
 
 
+MEMORY_COLUMNS = [*KEYS, "memory_extractions", "memory_read", "memory_write", "memory_output", "memory_cost_usd"]
+
+
+def _memory_rows(
+    steps: pd.DataFrame, per_step: pd.DataFrame, pricing: Mapping[str, Price], default: str
+) -> pd.DataFrame:
+    """One row per session-memory extraction (a step with ``memory_extraction``), priced as its forked call.
+
+    The fork shares the main conversation's prompt cache (docs §1.3: a cache-sharing ``runForkedAgent``):
+    it reads from the cache the prefix the main thread just sent, the simulated prompt of the previous
+    step (the call whose response the hook saw), and writes what follows (that response and the update
+    prompt) at the session's cache-write rate, as the recorded compaction forks do (``agent-acompact-*``:
+    ~165k read, 2.5k-8.7k written, 3 tokens of input); its output is the Edit calls.
+    """
+    if "memory_extraction" not in steps.columns:
+        return pd.DataFrame(columns=MEMORY_COLUMNS)
+    extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
+    if extracted.empty or per_step.empty:
+        return pd.DataFrame(columns=MEMORY_COLUMNS)
+    simulated = {keys: group.sort_values("step") for keys, group in per_step.groupby(KEYS, sort=False)}
+    rows = []
+    for row in extracted.to_dict("records"):
+        keys = tuple(row[k] for k in KEYS)
+        group = simulated.get(keys)
+        before = group[group["step"] < int(row["step"])] if group is not None else None
+        if before is None or before.empty:
+            continue  # the hook runs after a response, so a previous step always exists in a whole replay
+        previous = before.iloc[-1]
+        context = int(row.get("extraction_context_tokens") or 0)
+        read = min(int(previous["prompt_tokens"]), context)
+        write = context - read + int(row.get("extraction_prompt_tokens") or 0)
+        output = int(row.get("extraction_edit_tokens") or 0)
+        price = price_or_none(previous["model"], pricing, default)
+        hour = previous["ttl"] == "1h"
+        dollars = (
+            float("nan")
+            if price is None
+            else tokens_dollars(
+                price,
+                cache_read=read,
+                cache_write_5m=0 if hour else write,
+                cache_write_1h=write if hour else 0,
+                output=output,
+            )
+        )
+        rows.append(
+            {
+                **dict(zip(KEYS, keys, strict=True)),
+                "memory_extractions": 1,
+                "memory_read": read,
+                "memory_write": write,
+                "memory_output": output,
+                "memory_cost_usd": dollars,
+            }
+        )
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
 SESSION_COST_COLUMNS = [
     *KEYS,
     "steps",
@@ -202,9 +302,12 @@ SESSION_COST_COLUMNS = [
     "step_cost_usd",
     "summarizer_calls",
     "summarizer_cost_usd",
+    "memory_extractions",
+    "memory_cost_usd",
     "cost_usd",
     "cost_per_1k_steps",
     "summarizer_share",
+    "memory_share",
     "priced_outputs",
     "compaction_agent",
 ]
@@ -249,12 +352,26 @@ def cost_sessions(
     out = out.merge(summ, on=KEYS, how="left")
     out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
     out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
+    memory = _memory_rows(ensure_keys(steps), per_step, table, default_model)
+    memory = (
+        memory.groupby(KEYS)
+        .agg(
+            memory_extractions=("memory_extractions", "sum"),
+            memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),  # an unpriced one: NaN
+        )
+        .reset_index()
+    )
+    out = out.merge(memory, on=KEYS, how="left")
+    out["memory_extractions"] = out["memory_extractions"].fillna(0).astype(int)
+    out["memory_cost_usd"] = out["memory_cost_usd"].where(out["memory_extractions"] > 0, 0.0)
     out["compaction_agent"] = [is_compaction_agent(sid, by_id.get(sid)) for sid in out["session_id"]]
     artefact = out["compaction_agent"] & (out["strategy"] != "recorded")
     out.loc[artefact, "step_cost_usd"] = 0.0
-    out["cost_usd"] = out["step_cost_usd"] + out["summarizer_cost_usd"]
+    out["cost_usd"] = out["step_cost_usd"] + out["summarizer_cost_usd"] + out["memory_cost_usd"]
     out["cost_per_1k_steps"] = out["cost_usd"] / out["steps"] * 1000
-    out["summarizer_share"] = (out["summarizer_cost_usd"] / out["cost_usd"].where(out["cost_usd"] > 0)).fillna(0.0)
+    priced = out["cost_usd"].where(out["cost_usd"] > 0)
+    out["summarizer_share"] = (out["summarizer_cost_usd"] / priced).fillna(0.0)
+    out["memory_share"] = (out["memory_cost_usd"] / priced).fillna(0.0)
     out["priced_outputs"] = out["session_id"].isin(by_id)
     return out[SESSION_COST_COLUMNS]
 

@@ -7,6 +7,11 @@ plus the response's assistant records, as Claude Code's hook does), then appends
 since, lets the strategy decide whether to compact, and validates the request the strategy's context
 produces (`workbench.api`).
 
+Session-memory extractions are not compactions and make no event: a strategy's hook returns the
+extraction's forked call (`workbench.memory.fork.ExtractionCall`) and the engine writes it on the step row
+of the call before which the hook ran (``memory_extraction`` and the ``extraction_*`` columns; every other
+row carries `workbench.memory.fork.NO_EXTRACTION`), where `workbench.metrics.cost` prices it.
+
 Recorded compactions (``compact_boundary`` lines and ``isCompactSummary`` messages) are data: the
 default strips them and lets the strategy re-decide; a strategy with ``strips_recorded = False`` (the
 ``recorded`` reference) keeps them and the engine reports each as a ``recorded-compact`` event.
@@ -44,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.validate import original_thinking_blocks
+from ..memory.fork import NO_EXTRACTION, ExtractionCall
 from ..strategies.base import ContextView, RecordedCompaction, Strategy
 from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
@@ -190,13 +196,14 @@ class _Cursor:
         """Replay API call ``index``; True when the strategy compacted before it."""
         p, strategy, call = self.p, self.strategy, self.p.calls[index]
         records = p.records
+        extraction = None
         if index:
             # The post-sampling hook of the previous response (docs §1.3): it sees the context that was
             # sent plus that response's assistant records, not yet the tool results that followed.
             previous = p.calls[index - 1]
             response = [records[i] for i in previous.indices]
             hook_tokens = p.size.before(previous.last + 1) - self.removed + self.added
-            strategy.observe(
+            extraction = strategy.observe(
                 p.view([*self.sent_before, *response], hook_tokens, previous.step, response[-1]), self.state
             )
         self.context.extend(records[self.pointer : call.first])
@@ -271,6 +278,8 @@ class _Cursor:
                 "violations": len(check.violations) if check else 0,
                 "violation_rules": ",".join(sorted({v.rule for v in check.violations})) if check else "",
                 "repaired": check.repaired if check else 0,
+                # a session-memory extraction the hook ran before this call (its forked call, priced by cost.py)
+                **(extraction.columns if isinstance(extraction, ExtractionCall) else NO_EXTRACTION),
             }
         )
         self.previous_message_id = call.message_id

@@ -138,8 +138,14 @@ class Strategy:
         (`workbench.replay.replay_process`). Default: independent state, as if in its own process."""
         return self.new_state()
 
-    def observe(self, view: ContextView, state: Any) -> None:
-        """Called after each recorded response has been appended (post-sampling hook position)."""
+    def observe(self, view: ContextView, state: Any) -> Any:
+        """Called after each recorded response has been appended (post-sampling hook position).
+
+        Returns None, or the `workbench.memory.fork.ExtractionCall` of a session-memory extraction the
+        hook ran (Claude Code's forked call, docs §1.3): the engine records it on the step row of the next
+        call, where `workbench.metrics.cost` prices it.
+        """
+        return None
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         raise NotImplementedError

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import Field, field_validator
 
+from ..memory.fork import ExtractionCall
 from ..tokens.estimators import get_estimator
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import full_compaction, validate_version, version_row
@@ -132,9 +133,8 @@ class ClaudeCode(Strategy):
         """A sub-agent of ``parent``'s process: same module state, its own budget and breaker."""
         return ClaudeCodeState(parent.process)
 
-    def observe(self, view: ContextView, state: ClaudeCodeState) -> None:
-        if self.config.session_memory:
-            observe_sm(view, state.sm)
+    def observe(self, view: ContextView, state: ClaudeCodeState) -> ExtractionCall | None:
+        return observe_sm(view, state.sm) if self.config.session_memory else None
 
     def row(self, view: ContextView) -> ClaudeCodeVersion:
         return version_row(self.config.version, view)

@@ -350,9 +350,11 @@ class OpenHandsPipeline(Strategy):
     def new_state(self) -> list[Any]:
         return [stage.new_state() for stage in self.stages]
 
-    def observe(self, view: ContextView, state: list[Any]) -> None:
-        for stage, sub in zip(self.stages, state, strict=True):
-            stage.observe(view, sub)
+    def observe(self, view: ContextView, state: list[Any]) -> Any:
+        """Every stage's hook; a stage's session-memory extraction (an sm-compact stage) is the pipeline's
+        (a step row holds one: with two such stages, the first one's)."""
+        calls = [stage.observe(view, sub) for stage, sub in zip(self.stages, state, strict=True)]
+        return next((call for call in calls if call is not None), None)
 
     def compact(self, view: ContextView, state: list[Any]) -> Compaction | None:
         done: list[Compaction] = []

@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from ..memory.fork import ExtractionCall, extraction_call
 from ..tokens.estimators import estimate_message_tokens
 from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
@@ -129,16 +130,23 @@ def new_sm_state(config: SMCompactConfig) -> SMState:
     return SMState(trigger=ExtractionTrigger(trigger_config), extractor=extractor)
 
 
-def observe_sm(view: ContextView, state: SMState) -> None:
-    """The post-sampling hook: maybe extract memory from the context as it is now."""
+def observe_sm(view: ContextView, state: SMState) -> ExtractionCall | None:
+    """The post-sampling hook: maybe extract memory from the context as it is now.
+
+    Returns the extraction's forked call (`workbench.memory.fork`: what it read and wrote, for its cost)
+    when one ran, else None.
+    """
     records = list(view.records)
     if not records or view.is_subagent:
-        return  # the hook runs only for the main REPL thread (docs §1.3)
-    if state.trigger.observe(records, tokens=view.tokens).extracted:
-        state.memory = state.extractor.extract(_unseen(records, state.last_extracted), state.memory)
-        state.last_extracted = records[-1]
-        state.extractions += 1
-        state.history.append({"step": view.step, "memory": state.memory})
+        return None  # the hook runs only for the main REPL thread (docs §1.3)
+    if not state.trigger.observe(records, tokens=view.tokens).extracted:
+        return None
+    before = state.memory
+    state.memory = state.extractor.extract(_unseen(records, state.last_extracted), state.memory)
+    state.last_extracted = records[-1]
+    state.extractions += 1
+    state.history.append({"step": view.step, "memory": state.memory})
+    return extraction_call(records, view.tokens, before, state.memory, state.extractor)
 
 
 def _unseen(records: list[Record], last: Record | None) -> list[Record]:
@@ -269,8 +277,8 @@ class SMCompact(Strategy):
     def new_state(self) -> SMState:
         return new_sm_state(self.config)
 
-    def observe(self, view: ContextView, state: SMState) -> None:
-        observe_sm(view, state)
+    def observe(self, view: ContextView, state: SMState) -> ExtractionCall | None:
+        return observe_sm(view, state)
 
     def compact(self, view: ContextView, state: SMState) -> Compaction | None:
         if not self.config.trigger.is_above_threshold(view.tokens):
