@@ -49,6 +49,13 @@ replay records each on the step row of the next call (`workbench.memory.fork`, `
 * **output**: the Edit calls (``extraction_edit_tokens``: the online extractor's recorded output, else
   the estimate from the notes' changed lines, `workbench.memory.fork.edit_calls`).
 
+Worked example (the same prices; `tests/metrics/test_memory_cost.py`): prompts 10k, 12k, 15k, then 4k after
+an SM-compaction; before step 1 an extraction read 10.5k (prompt(0) + the 500-token response) with a 1k
+update prompt and wrote 200 tokens of edits: 10k·0.50 + 1.5k·6.25 + 200·25 = $0.019375; before step 2 one
+read 12.8k with a 1.2k prompt, 300 out: 12k·0.50 + 2k·6.25 + 300·25 = $0.026. ``memory_cost_usd`` =
+$0.045375, no summariser call; a fallback to full compaction there (summary 1k tokens, ``tokens_before``
+17k) would add one: 14k·0.50 + 1k·25 = $0.032.
+
 Not modelled: the fork's second turn (the Edit results go back and the model ends its turn: another cache
 read of the same prefix and a few output tokens; our online extractor skips it too), and that the main
 thread's next request could read the response from the fork's write instead of writing it again. Steps
