@@ -244,19 +244,17 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
     floor = next((i + 1 for i in range(min(start, len(records)) - 1, -1, -1) if records[i].is_compact_boundary), 0)
     prompt = next((i for i in range(adjusted - 1, floor - 1, -1) if _is_prompt(records[i])), None)
     low = prompt + 1 if prompt is not None else floor
-    responses: dict[Any, list[int]] = {}
+    responses: dict[Any, list[int]] = {}  # filled in record order: by first index, ascending
     for i in range(low, adjusted):
         record = records[i]
         if record.kind == "assistant" and is_sent(record):
             responses.setdefault(record.message_id if record.message_id is not None else ("record", i), []).append(i)
-    tried: set[int] = set()
-    for indices in sorted(responses.values(), key=lambda ix: ix[0], reverse=True):
+    for indices in reversed(list(responses.values())):  # nearest first
         if not _starts_with_thinking([b for i in indices for b in records[i].blocks]):
             continue
         candidate = adjust_to_api_invariants(records, indices[0])
-        if candidate in tried or candidate < floor:
+        if candidate < floor:
             continue
-        tried.add(candidate)
         if not _violates_thinking(records, candidate):
             return candidate
     candidate = adjust_to_api_invariants(records, prompt if prompt is not None else floor)

@@ -151,7 +151,9 @@ def for_version(
     """``trigger`` with every field it does not set explicitly taken from ``row`` and ``model``.
 
     ``window``: the context window the recording proves (1M when a recorded request exceeded 200k),
-    else the model's (docs §4.1). Memoised: the replay asks once per API call.
+    else the model's (docs §4.1). Memoised: the replay asks once per API call, so each distinct (trigger,
+    its explicit fields, row, model, window) is resolved once; the memo is emptied when a new key arrives
+    while it holds more than 4,096 entries.
     """
     # pydantic equality ignores which fields were set explicitly, and `_resolved` depends on exactly that
     key = (trigger, frozenset(trigger.model_fields_set), id(row), model, window)
