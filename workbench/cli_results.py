@@ -153,7 +153,7 @@ def replay(
         "failed": [f.as_dict() for f in failures],
     }
     if out is not None and rows:
-        from .report import write_manifest
+        from .run_folders import write_manifest
 
         write_manifest(out, instance.name, instance.config.model_dump(mode="json"), paths, estimator=estimator, fmt=fmt)
         data["out"] = str(out)

@@ -1,14 +1,10 @@
 """Summarise a replay output folder: savings, validity, fidelity and cost per session and strategy.
 
-A *results folder* holds one or more *run folders* (the folder itself, or any sub-folder), each written
-by ``workbench replay PATHS --strategy NAME --out DIR``: ``steps.parquet``, ``events.parquet`` and,
-optionally, ``manifest.json``::
+Three modules, one concern each: `workbench.run_folders` reads the run folders ``workbench replay --out``
+writes (``steps.parquet``, ``events.parquet``, ``manifest.json``; `load_results`, `write_manifest`), this
+module computes the summary (`report`), `workbench.report_render` prints it (`render_report`).
 
-    {"strategy": "sm-compact", "config": {...}, "config_hash": "…",   # config_hash optional
-     "estimator": "claude-rough", "format": null,
-     "inputs": ["/path/to/corpus", ...]}                           # the PATHS given to `replay`
-
-`write_manifest` writes it. Fidelity and the recorded output tokens in the cost need the sessions:
+Fidelity and the recorded output tokens in the cost need the sessions:
 `report` takes them from ``sessions=`` or loads the manifest ``inputs`` (relative paths resolve
 against the run folder); without either, those columns are None and ``notes`` says so.
 
@@ -25,7 +21,6 @@ cannot tell them apart: it is left out like a damaged one (named, with the reaso
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -33,198 +28,23 @@ from typing import Any
 
 import pandas as pd
 
-from .metrics._common import KEYS, UNKNOWN_CONFIG, config_hash, share
+from .metrics._common import KEYS, share
 from .metrics.bill import bill_sessions
 from .metrics.cost import calibrate_cost, cost_sessions, dollar_weighted_error, load_pricing
 from .metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
 from .metrics.expected_recovery import expected_recovery, expected_recovery_sessions
 from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
 from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
-from .metrics.identity import FILE, SessionKeys
+from .metrics.identity import SessionKeys
 from .metrics.recovery import recovery
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
 from .metrics.uncertainty import CI_METRICS, bootstrap_intervals, few_sessions_note, paired_differences
 from .metrics.validity import validity_sessions
+from .report_render import render_report
+from .run_folders import load_results, with_labels, write_manifest
 from .transcript.model import Session
 
 __all__ = ["load_results", "render_report", "report", "write_manifest"]
-
-
-def write_manifest(
-    out: str | Path,
-    strategy: str,
-    config: Mapping[str, Any],
-    inputs: Sequence[str | Path],
-    *,
-    estimator: str = "claude-rough",
-    fmt: str | None = None,
-) -> Path:
-    """Write ``manifest.json`` next to a run's parquet files (what `report` reads)."""
-    path = Path(out) / "manifest.json"
-    data = {
-        "strategy": strategy,
-        "config": dict(config),
-        "config_hash": config_hash(strategy, config),
-        "estimator": estimator,
-        "format": fmt,
-        "inputs": [str(Path(p).resolve()) for p in inputs],
-    }
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
-#: Columns every steps.parquet has (the metrics group by them).
-_STEP_COLUMNS = ("session_id", "strategy", "step")
-
-
-def _read_run(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
-    """``(manifest, steps, events)`` of one run folder; ValueError/OSError naming what is wrong."""
-    manifest: dict[str, Any] = {}
-    if (folder / "manifest.json").is_file():
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"manifest.json: {exc}") from None
-        if not isinstance(manifest, dict):
-            raise ValueError("manifest.json is not a JSON object")
-    tables = []
-    for name in ("steps.parquet", "events.parquet"):
-        path = folder / name
-        if name == "events.parquet" and not path.is_file():
-            tables.append(pd.DataFrame())
-            continue
-        try:
-            tables.append(pd.read_parquet(path))
-        except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise ValueError(f"{name}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
-    steps, events = tables
-    missing = [c for c in _STEP_COLUMNS if len(steps) and c not in steps.columns]
-    if missing:
-        raise ValueError(f"steps.parquet has no {', '.join(missing)} column")
-    return manifest, steps, events
-
-
-def load_results(
-    results_dir: str | Path, *, failed: list[dict[str, str]] | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
-    """All runs under ``results_dir``: concatenated ``(steps, events)`` with ``config_hash``, and the runs.
-
-    A run folder that cannot be read is appended to ``failed`` as ``{"path", "reason"}`` and left out
-    (without ``failed``, the first such folder raises ValueError); no readable run raises too.
-    """
-    root = Path(results_dir)
-    if not any(root.rglob("steps.parquet")):
-        raise FileNotFoundError(f"{root}: no replay results (steps.parquet) below this folder")
-    steps_frames, event_frames, runs = [], [], []
-    for steps_path in sorted(root.rglob("steps.parquet")):
-        folder = steps_path.parent
-        try:
-            manifest, steps, events = _read_run(folder)
-            _check_copies(steps_path, steps)
-        except (OSError, ValueError) as exc:
-            if failed is None:
-                raise ValueError(f"{folder}: {exc}") from None
-            failed.append({"path": str(folder), "reason": str(exc)})
-            continue
-        chash = manifest.get("config_hash") or (
-            config_hash(manifest["strategy"], manifest.get("config")) if "strategy" in manifest else UNKNOWN_CONFIG
-        )
-        for frame in (steps, events):
-            if len(frame) and "config_hash" not in frame.columns:
-                frame["config_hash"] = chash
-            if len(frame) and FILE not in frame.columns:
-                frame[FILE] = None
-        steps_frames.append(steps)
-        event_frames.append(events)
-        inputs = [str(p if Path(p).is_absolute() else (folder / p).resolve()) for p in manifest.get("inputs", [])]
-        strategy = manifest.get("strategy") or (steps["strategy"].iloc[0] if len(steps) else None)
-        runs.append(
-            {
-                "path": str(folder),
-                "strategy": strategy,
-                "label": _run_label(strategy, manifest, chash),
-                "config_hash": chash,
-                "config": manifest.get("config"),
-                "inputs": inputs,
-                "sessions": int(steps["session_id"].nunique()) if len(steps) else 0,
-                "steps": len(steps),
-            }
-        )
-    if not runs:
-        first = failed[0] if failed else {"path": str(root), "reason": "unknown"}
-        raise ValueError(f"{root}: no run folder could be read ({first['path']}: {first['reason']})")
-    _tag_reruns(steps_frames, event_frames, [str(run["path"]) for run in runs])
-    event_frames = [frame for frame in event_frames if len(frame)]
-    steps = pd.concat(steps_frames, ignore_index=True) if steps_frames else pd.DataFrame()
-    events = pd.concat(event_frames, ignore_index=True) if event_frames else pd.DataFrame()
-    return steps, events, runs
-
-
-def _run_label(strategy: str | None, manifest: Mapping[str, Any], chash: str) -> str:
-    """The run's readable name (`workbench.strategies.labels`); without a manifest config, the strategy
-    and the hash (there is nothing else to tell two such runs apart)."""
-    from .strategies.labels import config_label
-
-    if strategy is None:
-        return chash
-    if "config" in manifest:
-        return config_label(strategy, manifest.get("config") or {})
-    return f"{strategy} #{chash[:6]}" if chash != UNKNOWN_CONFIG else strategy
-
-
-def _with_labels(frame: pd.DataFrame, runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """``frame`` with a ``label`` column after ``strategy`` (from the runs' manifests, made unique)."""
-    from .strategies.labels import unique_labels
-
-    if frame.empty or "label" in frame.columns:
-        return frame
-    names = unique_labels((run["config_hash"], run["label"]) for run in runs)
-    out = frame.copy()
-    fallback = out["strategy"].astype(str)
-    out.insert(list(out.columns).index("strategy") + 1, "label", out["config_hash"].map(names).fillna(fallback))
-    return out
-
-
-def _check_copies(path: Path, steps: pd.DataFrame) -> None:
-    """A run folder whose rows repeat (session, strategy, config, step) without a ``file`` to tell the
-    copies apart cannot be reported honestly."""
-    if steps.empty or "step" not in steps.columns or (FILE in steps.columns and steps[FILE].notna().all()):
-        return
-    keys = [c for c in ("session_id", FILE, "strategy", "config_hash", "step") if c in steps.columns]
-    repeated = steps[steps.duplicated(keys, keep=False)]
-    if len(repeated):
-        sid = repeated["session_id"].iloc[0]
-        raise ValueError(
-            f"{path}: session {sid} appears more than once (copies of one session id, written before steps "
-            "recorded their file): re-run `workbench replay` into this folder to report them separately"
-        )
-
-
-def _tag_reruns(steps_frames: list[pd.DataFrame], event_frames: list[pd.DataFrame], folders: list[str]) -> None:
-    """Rows of one (session, file, strategy, config) found in several run folders: each folder's rows
-    get ``<file> [run <folder>]`` in ``file``, so they stay separate sessions (not summed into one)."""
-    columns = ["session_id", FILE, "strategy", "config_hash"]
-    where: dict[tuple[Any, ...], set[int]] = {}
-    for index, frame in enumerate(steps_frames):
-        if len(frame):
-            for key in frame[columns].astype(object).drop_duplicates().itertuples(index=False):
-                where.setdefault(tuple(_none(v) for v in key), set()).add(index)
-    repeated = {key for key, found in where.items() if len(found) > 1}
-    if not repeated:
-        return
-    for index, (steps, events) in enumerate(zip(steps_frames, event_frames, strict=True)):
-        for frame in (steps, events):
-            if frame.empty or not set(columns) <= set(frame.columns):
-                continue
-            keys = frame[columns].astype(object).itertuples(index=False)
-            mask = [tuple(_none(v) for v in key) in repeated for key in keys]
-            if any(mask):
-                frame[FILE] = frame[FILE].astype(object)
-                frame.loc[mask, FILE] = [f"{_none(f) or ''} [run {folders[index]}]" for f in frame.loc[mask, FILE]]
-
-
-def _none(value: Any) -> Any:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _load_sessions(runs: Sequence[Mapping[str, Any]], wanted: set[str]) -> list[Session]:
@@ -390,10 +210,10 @@ def report(
         for column in FIDELITY_COLUMNS:
             table[column] = None
     table, measured = _with_recovery(table, steps, events, by_id, pricing, estimator, notes)
-    table = _with_labels(table, runs)
+    table = with_labels(table, runs)
     strategies = _pooled(table.drop(columns=["label"]))
     strategies = strategies.merge(bootstrap_intervals(table, CI_METRICS), on=["strategy", "config_hash"], how="left")
-    strategies = _with_labels(strategies, runs)
+    strategies = with_labels(strategies, runs)
     names = set(table["strategy"])
     baseline = baseline or next((b for b in ("recorded", "none") if b in names), None)
     if baseline is not None and baseline not in names:
@@ -545,205 +365,3 @@ def _available_sum(column: pd.Series) -> float | None:
     """Sum over the sessions where the estimate is available; null (never 0) where none is."""
     values = pd.to_numeric(column, errors="coerce")
     return float(values.sum()) if values.notna().any() else None
-
-
-def _fmt(value: Any, kind: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if kind == "pct":
-        return f"{value:.1%}"
-    if kind == "usd":
-        return f"${value:,.2f}"
-    if kind == "recall":
-        return f"{value:.3f}"
-    if isinstance(value, float):
-        return f"{value:,.0f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-_COLUMNS = (
-    ("strategy", "label", ""),
-    ("config", "config_hash", ""),
-    ("sessions", "sessions", ""),
-    ("steps", "steps", ""),
-    ("saved", "saved_share", "pct"),
-    ("tokens saved", "tokens_saved", ""),
-    ("peak ctx", "peak_context_tokens", ""),
-    ("blocked w/o", "steps_blocked_without", ""),
-    ("blocked", "steps_blocked", ""),
-    ("compactions", "compactions", ""),
-    ("viol. steps", "violating_steps", ""),
-    ("viol. rate", "violation_rate", "pct"),
-    ("needed recall", "needed_recall", "recall"),
-    ("dropped recall", "dropped_recall", "recall"),
-    ("cost", "cost_usd", "usd"),
-    ("$/1k steps", "cost_per_1k_steps", "usd"),
-    ("recovery tok", "expected_recovery_tokens", ""),
-    ("recovery calls", "expected_recovery_calls", ""),
-    ("recovery $", "recovery_cost_usd", "usd"),
-    ("total cost", "total_cost_usd", "usd"),
-)
-#: The by-strategy table: the headline metrics with their 95% intervals over sessions.
-_STRATEGY_COLUMNS = (
-    *_COLUMNS[:4],
-    ("saved [95% CI]", "saved_share", "pct_ci"),
-    *_COLUMNS[6:12],
-    ("needed recall [95% CI]", "needed_recall", "recall_ci"),
-    _COLUMNS[13],
-    ("recovery tok [95% CI]", "expected_recovery_tokens", "tok_ci"),
-    ("measured", "measured_recovery_tokens", ""),
-    ("cost [95% CI]", "cost_usd", "usd_ci"),
-    ("total cost [95% CI]", "total_cost_usd", "usd_ci"),
-)
-_DIFF_KINDS = {
-    "saved_share": "pct",
-    "needed_recall": "recall",
-    "expected_recovery_tokens": "",
-    "cost_usd": "usd",
-    "total_cost_usd": "usd",
-}
-
-
-def _cell(row: Mapping[str, Any], key: str, kind: str) -> str:
-    """A value, or for ``*_ci`` kinds the value with its interval: ``36.1% [30.2%, 41.0%]``."""
-    if not kind.endswith("_ci"):
-        return _fmt(row.get(key), kind)
-    base = {"pct_ci": "pct", "recall_ci": "recall", "usd_ci": "usd", "tok_ci": ""}[kind]
-    value, low, high = row.get(key), row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
-    if low is None or high is None or _fmt(value, base) == "-":
-        return _fmt(value, base)
-    return f"{_fmt(value, base)} [{_fmt(low, base)}, {_fmt(high, base)}]"
-
-
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
-    cells = [[title for title, _, _ in columns]]
-    cells += [[_cell(row, key, kind) for _, key, kind in columns] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    lines = [
-        "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-        for r in cells
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _section(
-    title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]], width: int
-) -> list[str]:
-    """A titled table whose session ids are cut to ``width`` characters."""
-    cut = [{**r, "session_id": str(r["session_id"])[:width]} for r in rows]
-    return [title, _table(cut, columns), ""]
-
-
-def _differences(data: Mapping[str, Any]) -> list[str]:
-    """Paired differences against the baseline, one row per strategy × config, one column per metric."""
-    by_group: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in data["differences"]:
-        item = by_group.setdefault(
-            (row["strategy"], row["config_hash"]), {"strategy": row["strategy"], "config_hash": row["config_hash"]}
-        )
-        kind = _DIFF_KINDS.get(row["metric"], "")
-        if row["difference"] is None:
-            item[row["metric"]] = "-"
-            continue
-        sign = "+" if row["difference"] > 0 else ""
-        mark = " *" if row["significant"] else ""
-        item[row["metric"]] = (
-            f"{sign}{_fmt(row['difference'], kind)} [{_fmt(row['ci_low'], kind)}, {_fmt(row['ci_high'], kind)}]{mark}"
-        )
-        item["sessions"] = row["sessions"]
-    metrics = [m for m in _DIFF_KINDS if any(m in item for item in by_group.values())]
-    columns = [("strategy", "strategy", ""), ("config", "config_hash", ""), ("sessions", "sessions", "")]
-    columns += [(m, m, "text") for m in metrics]
-    return [
-        f"Paired differences vs `{data.get('baseline')}` (same sessions resampled; * = 95% interval excludes 0)",
-        _table(list(by_group.values()), columns),
-        "",
-    ]
-
-
-def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
-    """Plain-text rendering of a `report` dict."""
-    out = [
-        f"Replay report: {data['results_dir']}  ({len(data['runs'])} runs; window {data.get('window'):,}, "
-        f"blocking limit {data.get('blocking_limit'):,})",
-        "",
-    ]
-    out += ["By strategy (95% bootstrap intervals over sessions)", _table(data["strategies"], _STRATEGY_COLUMNS), ""]
-    if data.get("differences"):
-        out += _differences(data)
-    rows = data["sessions"]
-    copies = len({(r["session_id"], r.get(FILE)) for r in rows}) > len({r["session_id"] for r in rows})
-    if per_session and rows:
-        columns = (
-            ("session", "session_id", ""),
-            *((("file", FILE, ""),) if copies else ()),
-            *_COLUMNS[:2],
-            *_COLUMNS[3:4],
-            *_COLUMNS[4:7],
-            *_COLUMNS[9:11],
-            *_COLUMNS[12:15],
-            ("recorded $", "recorded_cost_usd", "usd"),
-            _COLUMNS[16],
-            _COLUMNS[19],
-        )
-        out += _section("By session", data["sessions"], columns, 44)
-    if data.get("reference"):
-        cols = (
-            ("session", "session_id", ""),
-            ("source", "source", ""),
-            ("step", "step", ""),
-            ("dropped facts", "dropped_facts", ""),
-            ("needed facts", "needed_facts", ""),
-            ("needed recall", "needed_recall", "recall"),
-            ("dropped recall", "dropped_recall", "recall"),
-            ("summary tok", "summary_tokens", ""),
-            ("sections", "section_coverage", "pct"),
-        )
-        out += _section("Claude's recorded compactions (reference)", data["reference"], cols, 36)
-    if data.get("recovery"):
-        cols = (
-            ("file", "file", ""),
-            ("line", "line", ""),
-            ("trigger", "trigger", ""),
-            ("preTokens", "pre_tokens", ""),
-            ("re-reads", "rereads", ""),
-            ("files", "reread_files", ""),
-            ("re-read tok", "reread_tokens", ""),
-            ("re-runs", "rerun_commands", ""),
-            ("recovery tok", "recovery_tokens", ""),
-        )
-        rows = [{**r, "file": Path(str(r["file"])).name[:12]} for r in data["recovery"]]
-        out += ["What the agent re-acquired after Claude's recorded compactions (measured)", _table(rows, cols), ""]
-    probes = data.get("probes") or {}
-    if probes.get("run"):
-        run = probes["run"]
-        cols = (
-            ("strategy", "strategy", ""),
-            ("config", "config_hash", ""),
-            ("sessions", "sessions", ""),
-            ("probes", "probes", ""),
-            ("score [95% CI]", "probe_score", "recall_ci"),
-        )
-        out += [
-            f"Judge probes (estimate ${run['estimate_usd']:,.4f} upper bound, spent ${run['spent_usd']:,.4f} of "
-            f"${run['budget_usd']:,.2f}; {run['events_probed']}/{run['events']} compactions probed, "
-            f"{run['requests']} requests)",
-            _table(probes["strategies"], cols),
-            "",
-        ]
-    if data.get("calibration"):
-        cols = (
-            ("session", "session_id", ""),
-            *((("file", FILE, ""),) if copies else ()),
-            ("strategy", "strategy", ""),
-            ("steps", "steps", ""),
-            ("recorded", "recorded_cost_usd", "usd"),
-            ("simulated", "simulated_cost_usd", "usd"),
-            ("error", "signed_error", "pct"),
-            ("misses", "misses", ""),
-            ("explanation", "explanation", ""),
-        )
-        out += _section("Cost simulation vs recorded usage", data["calibration"], cols, 44)
-    out += [f"note: {n}" for n in data.get("notes", [])]
-    return "\n".join(out).rstrip() + "\n"

@@ -259,7 +259,7 @@ class Runs:
     def save(self, folder: str | Path) -> Path:
         """Write one ``workbench replay --out`` folder per config under ``folder`` (``steps.parquet``,
         ``events.parquet``, ``manifest.json``): what ``wb.report`` / ``workbench report`` read."""
-        from ..report import write_manifest
+        from ..run_folders import write_manifest
 
         root = Path(folder)
         inputs = sorted({str(s.source) for s in self.sessions if s.source})

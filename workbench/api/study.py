@@ -40,6 +40,7 @@ Assumptions:
 from __future__ import annotations
 
 import bisect
+import inspect
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
@@ -238,11 +239,13 @@ def _keep_window(cuts: _SessionCuts, offset: int, end: int, last_summarized: int
     ``(naive_start, start)``. ``last_summarized`` is an absolute index, or -1 when unset."""
     from ..strategies.keep_window import keep_window
 
-    defaults = keep_window.__kwdefaults__
+    # the defaults of its signature (`inspect.signature`, not ``__kwdefaults__``: a wrapped function, as
+    # mutmut's trampoline, has no keyword defaults of its own but keeps the wrapped one's signature)
+    defaults = inspect.signature(keep_window).parameters
     min_tokens, min_text, max_tokens = (
-        defaults["min_tokens"],
-        defaults["min_text_block_messages"],
-        defaults["max_tokens"],
+        defaults["min_tokens"].default,
+        defaults["min_text_block_messages"].default,
+        defaults["max_tokens"].default,
     )
     if end <= offset:
         return offset, offset
