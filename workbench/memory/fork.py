@@ -8,7 +8,7 @@ update prompt with the current notes inlined (docs §1.1); the fork's reply is o
 ``Edit`` calls on the notes file, then it stops.
 
 `ExtractionCall` is what one such call reads and writes, measured when the strategy extracts
-(`workbench.strategies.sm_compact.observe_sm`) and priced by `workbench.metrics.cost`:
+(`workbench.strategies.sm_compact.observe_sm`) and priced by `workbench.metrics.memory_cost`:
 
 * ``context_tokens``: the conversation the fork reads, the hook's ``tokenCountWithEstimation`` (the
   context sent for the previous call plus that call's response, docs §1.3);

@@ -2,10 +2,10 @@
 
 Every frame has one row per ``session_id × strategy × config_hash`` (× ``step`` or × ``event``). The
 definitions, each with a worked example, are in the module docstrings: `workbench.metrics.savings`,
-`workbench.metrics.validity`, `workbench.metrics.fidelity`, `workbench.metrics.cost`,
-`workbench.metrics.recovery` (measured after recorded compactions), `workbench.metrics.expected_recovery`
-(per strategy), and `workbench.metrics.uncertainty` (bootstrap intervals over sessions, paired
-differences).
+`workbench.metrics.validity`, `workbench.metrics.fidelity`, `workbench.metrics.cost` (with
+`workbench.metrics.memory_cost`, session memory's extractions), `workbench.metrics.recovery` (measured after
+recorded compactions), `workbench.metrics.expected_recovery` (per strategy), and
+`workbench.metrics.uncertainty` (bootstrap intervals over sessions, paired differences).
 """
 
 from ._common import KEYS, config_hash

@@ -32,35 +32,9 @@ strategy; the bill's output per response, see `workbench.metrics.bill` for the u
   call (its event's ``summary_source`` is ``offline``/``anthropic``/``recorded``) and is priced as above.
 * ``none`` compacts nothing and carries no compaction cost.
 
-**Session-memory extractions, priced as Claude Code's forked call.** What session memory really costs is
-the extraction (docs §1.3): each post-sampling hook run where ``shouldExtractMemory`` says so forks the
-conversation (``runForkedAgent``, a *cache-sharing* fork, ``querySource: 'session_memory'``) with one extra
-user message, the update prompt with the current notes (docs §1.1), and the reply is the Edit calls. The
-replay records each on the step row of the next call (`workbench.memory.fork`, `workbench.replay.engine`);
-`_memory_rows` prices it as one call:
-
-* **cache read**: the prefix the fork shares with the main thread's cache, the simulated prompt of the
-  call whose response the hook saw (``min(prompt(k−1), extraction_context_tokens)``);
-* **cache write**: the rest of the conversation it reads (that response, not yet cached) plus the update
-  prompt (``extraction_prompt_tokens``), at the session's cache-write rate (5 min, or 1 h). A request
-  writes what follows its cache breakpoint, and the recorded compaction forks do exactly that: each of the
-  corpus' three ``agent-acompact-*`` calls read ~165k tokens from the cache and wrote its 2.5k-8.7k token
-  tail (3 tokens of uncached input), so the extraction's tail is a write, not plain input;
-* **output**: the Edit calls (``extraction_edit_tokens``: the online extractor's recorded output, else
-  the estimate from the notes' changed lines, `workbench.memory.fork.edit_calls`).
-
-Worked example (the same prices; `tests/metrics/test_memory_cost.py`): prompts 10k, 12k, 15k, then 4k after
-an SM-compaction; before step 1 an extraction read 10.5k (prompt(0) + the 500-token response) with a 1k
-update prompt and wrote 200 tokens of edits: 10k·0.50 + 1.5k·6.25 + 200·25 = $0.019375; before step 2 one
-read 12.8k with a 1.2k prompt, 300 out: 12k·0.50 + 2k·6.25 + 300·25 = $0.026. ``memory_cost_usd`` =
-$0.045375, no summariser call; a fallback to full compaction there (summary 1k tokens, ``tokens_before``
-17k) would add one: 14k·0.50 + 1k·25 = $0.032.
-
-Not modelled: the fork's second turn (the Edit results go back and the model ends its turn: another cache
-read of the same prefix and a few output tokens; our online extractor skips it too), and that the main
-thread's next request could read the response from the fork's write instead of writing it again. Steps
-written before the extraction columns existed carry no extractions: their SM runs are then priced
-without them (`workbench report` notes it).
+**Session-memory extractions** are priced as Claude Code's forked call in `workbench.metrics.memory_cost`
+(cache read of the shared prefix, the tail and the update prompt written, the Edit calls as output; its
+docstring has the rule and a worked example); they add ``memory_cost_usd`` here.
 
 Worked example (claude-opus-4-6: input $5, write $6.25, read $0.50, output $25 per MTok; no static
 prefix; calls one minute apart; output 100 tokens each; recorded input_tokens 0): prompts 10k, 12k, then
@@ -89,6 +63,8 @@ from ..transcript.model import Session
 from ._common import KEYS, ensure_keys, session_map
 from .bill import bill_sessions
 from .cache_sim import TTL_1H, TTL_5M, SessionCallInfo, miss_causes, session_call_info, simulate_cache
+from .memory_cost import MEMORY_COLUMNS as MEMORY_COLUMNS
+from .memory_cost import _from_session_memory, _memory_rows
 from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, price_for, price_or_none, tokens_dollars
 
 __all__ = [
@@ -181,18 +157,6 @@ def cost_steps(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-#: Event kinds whose summary is the session-memory file (events written before ``summary_source`` existed).
-_SM_KINDS = frozenset({"sm-compact", "sm-compact-naive"})
-
-
-def _from_session_memory(event: Mapping[str, Any]) -> bool:
-    """The summary is the notes file read from disk: SM-compaction makes no API call (docs §2.6 step 3)."""
-    source = event.get("summary_source")
-    if isinstance(source, str):
-        return source == "session-memory"
-    return event.get("kind") in _SM_KINDS
-
-
 def _summarizer_rows(
     events: pd.DataFrame,
     sessions: Mapping[str, Session],
@@ -239,64 +203,6 @@ def _summarizer_rows(
             "summarizer_cost_usd",
         ],
     )
-
-
-MEMORY_COLUMNS = [*KEYS, "memory_extractions", "memory_read", "memory_write", "memory_output", "memory_cost_usd"]
-
-
-def _memory_rows(
-    steps: pd.DataFrame, per_step: pd.DataFrame, pricing: Mapping[str, Price], default: str
-) -> pd.DataFrame:
-    """One row per session-memory extraction (a step with ``memory_extraction``), priced as its forked call.
-
-    The fork shares the main conversation's prompt cache (docs §1.3: a cache-sharing ``runForkedAgent``):
-    it reads from the cache the prefix the main thread just sent, the simulated prompt of the previous
-    step (the call whose response the hook saw), and writes what follows (that response and the update
-    prompt) at the session's cache-write rate, as the recorded compaction forks do (``agent-acompact-*``:
-    ~165k read, 2.5k-8.7k written, 3 tokens of input); its output is the Edit calls.
-    """
-    if "memory_extraction" not in steps.columns:
-        return pd.DataFrame(columns=MEMORY_COLUMNS)
-    extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
-    if extracted.empty or per_step.empty:
-        return pd.DataFrame(columns=MEMORY_COLUMNS)
-    simulated = {keys: group.sort_values("step") for keys, group in per_step.groupby(KEYS, sort=False)}
-    rows = []
-    for row in extracted.to_dict("records"):
-        keys = tuple(row[k] for k in KEYS)
-        group = simulated.get(keys)
-        before = group[group["step"] < int(row["step"])] if group is not None else None
-        if before is None or before.empty:
-            continue  # the hook runs after a response, so a previous step always exists in a whole replay
-        previous = before.iloc[-1]
-        context = int(row.get("extraction_context_tokens") or 0)
-        read = min(int(previous["prompt_tokens"]), context)
-        write = context - read + int(row.get("extraction_prompt_tokens") or 0)
-        output = int(row.get("extraction_edit_tokens") or 0)
-        price = price_or_none(previous["model"], pricing, default)
-        hour = previous["ttl"] == "1h"
-        dollars = (
-            float("nan")
-            if price is None
-            else tokens_dollars(
-                price,
-                cache_read=read,
-                cache_write_5m=0 if hour else write,
-                cache_write_1h=write if hour else 0,
-                output=output,
-            )
-        )
-        rows.append(
-            {
-                **dict(zip(KEYS, keys, strict=True)),
-                "memory_extractions": 1,
-                "memory_read": read,
-                "memory_write": write,
-                "memory_output": output,
-                "memory_cost_usd": dollars,
-            }
-        )
-    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
 
 SESSION_COST_COLUMNS = [

@@ -10,7 +10,7 @@ produces (`workbench.api`).
 Session-memory extractions are not compactions and make no event: a strategy's hook returns the
 extraction's forked call (`workbench.memory.fork.ExtractionCall`) and the engine writes it on the step row
 of the call before which the hook ran (``memory_extraction`` and the ``extraction_*`` columns; every other
-row carries `workbench.memory.fork.NO_EXTRACTION`), where `workbench.metrics.cost` prices it.
+row carries `workbench.memory.fork.NO_EXTRACTION`), where `workbench.metrics.memory_cost` prices it.
 
 Recorded compactions (``compact_boundary`` lines and ``isCompactSummary`` messages) are data: the
 default strips them and lets the strategy re-decide; a strategy with ``strips_recorded = False`` (the
