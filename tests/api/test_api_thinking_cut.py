@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from test_api_invariants import _rename, _units
 
 from workbench.api import adjust_for_thinking, adjust_to_api_invariants, normalize, validate
+from workbench.api.invariants import _cut_sensitive_thinking_violation, _violates_thinking
 from workbench.api.study import _has_thinking, cut_request, keep_window_cuts
 from workbench.transcript.model import Record, Session
 from workbench.transcript.steps import api_calls
@@ -187,3 +188,41 @@ def test_thinking_cut_is_never_later_than_the_reference_and_validates(
     assert 0 <= adjusted <= reference <= cut
     assert validate(cut_request(records, adjusted), thinking=True) == []
     assert adjust_for_thinking(records, cut, thinking=False) == reference
+
+
+def _latest_passing_cut(records: Sequence[Record], start: int) -> int:
+    """The rule stated as a search (the oracle): the reference cut ``a`` unless the thinking rule rejects
+    it because of where it is cut; then the latest re-adjusted cut in ``[floor, a)`` that passes, else ``a``."""
+    a = adjust_to_api_invariants(records, start)
+    if a <= 0 or a >= len(records) or not _cut_sensitive_thinking_violation(records, a):
+        return a
+    floor = max((i + 1 for i in range(min(start, len(records))) if records[i].is_compact_boundary), default=0)
+    for cut in range(a - 1, floor - 1, -1):
+        candidate = adjust_to_api_invariants(records, cut)
+        if candidate >= floor and not _violates_thinking(records, candidate):
+            return candidate
+    return a
+
+
+@pytest.mark.corpus
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_thinking_cut_is_the_latest_cut_that_passes_the_rule(
+    shaped_units: tuple[list[list[Record]], list[list[Record]]], data: st.DataObject
+) -> None:
+    """adjust_for_thinking equals a brute-force search over every earlier cut, on sessions of real
+    response shapes where a loop may open with or without thinking, with compact boundaries between
+    units and sessions that open with a response (no prompt above the floor)."""
+    units, opening = shaped_units
+    records: list[Record] = [] if data.draw(st.booleans(), label="no first prompt") else [user("start")]
+    loop_open = True
+    for n in range(data.draw(st.integers(1, 10), label="units")):
+        if n and data.draw(st.integers(0, 5), label="boundary") == 0:
+            records.append(system("compact_boundary", "Conversation compacted"))
+        pool = opening if loop_open and data.draw(st.booleans(), label="opens with thinking") else units
+        unit = pool[data.draw(st.integers(0, len(pool) - 1), label="unit")]
+        records += _rename(unit, str(n))
+        loop_open = not _continues_loop(unit)
+    cut = data.draw(st.integers(0, len(records)), label="cut")
+    assert adjust_for_thinking(records, cut) == _latest_passing_cut(records, cut)
+

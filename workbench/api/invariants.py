@@ -220,12 +220,14 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
        are tried nearest first; for one whose merged blocks start (whitespace-only text skipped) with
        thinking, the candidate cut is its first record, re-adjusted with `adjust_to_api_invariants`; the
        first candidate that stays at or after the floor and makes the request pass the thinking rule wins.
-    4. If none does, the candidate is ``p`` (the loop kept whole), re-adjusted; without a prompt above the
-       floor, the floor itself.
-    5. If even that candidate breaks the rule (the loop's opening response itself lacks thinking, so the
-       real request would have been rejected too) or would cross the floor, ``a`` is returned: keeping
-       more records would fix nothing.
+    4. If none does, ``a`` is returned: the loop's opening response itself lacks thinking (the real request
+       would have been rejected too), and keeping more records, ``p`` or anything before it, leaves that
+       response the loop's final assistant message, so it would fix nothing.
 
+    This is the latest cut in ``[floor, a)`` that passes the rule, else ``a`` (a search over every cut,
+    `tests/api/test_api_thinking_cut.py` checks the two agree). Only responses after ``p`` are tried
+    because no cut at or before ``p`` can pass once they have failed, and a candidate that crosses the
+    floor is skipped (an earlier one would keep all it keeps: `adjust_to_api_invariants` is monotone).
     The result is never later than ``a`` (hence than ``start``) and, when it moved, never before the floor.
 
     Args:
@@ -257,7 +259,4 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
             continue
         if not _violates_thinking(records, candidate):
             return candidate
-    candidate = adjust_to_api_invariants(records, prompt if prompt is not None else floor)
-    if floor <= candidate < adjusted and not _violates_thinking(records, candidate):
-        return candidate
     return adjusted
