@@ -96,3 +96,18 @@ def test_extraction_state_is_per_session_and_sub_agents_do_not_extract() -> None
     sub = replace(session, agent_id="x", records=sidechain)
     result = replay_session(sub, strategy)
     assert result.events and all(e["fallbacks"] == ["no session memory"] for e in result.events)
+
+
+def test_each_extraction_is_recorded_with_the_notes_it_started_from() -> None:
+    """The step rows carry each extraction's forked call (docs §1.3): its update prompt holds the notes
+    *before* that extraction (the template before the first one), so later prompts grow with the notes,
+    and the extractor that ran is named."""
+    session = make_session(turns=8, tools=3, result_chars=6_000)
+    strategy = create("sm-compact", {"trigger": SMALL, "full_compact": {"trigger": SMALL}})
+    rows = [row for row in replay_session(session, strategy).steps if row["memory_extraction"]]
+    assert len(rows) >= 2
+    assert {row["extractor"] for row in rows} == {"offline"}
+    prompts = [row["extraction_prompt_tokens"] for row in rows]
+    assert prompts[0] < prompts[-1]  # the first prompt holds the empty template, the last the grown notes
+    assert all(row["extraction_notes_tokens"] > 0 and row["extraction_edit_tokens"] > 0 for row in rows)
+    assert all(row["extraction_context_tokens"] > 0 for row in rows)
