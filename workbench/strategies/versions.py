@@ -102,7 +102,6 @@ class ClaudeCodeVersion(BaseModel):
     max_result_chars: int = Field(50_000, gt=0)
     max_message_chars: int = Field(200_000, gt=0)
     time_based_microcompact: bool = True
-    sm_gates_default: bool = False
     circuit_breaker: int | None = Field(3, ge=1)
     evidence: tuple[Evidence, ...] = ()
 
@@ -182,7 +181,7 @@ _V20 = ClaudeCodeVersion(
             constant="circuit_breaker", source=f"{_CHANGELOG} 2.1.76: 'a circuit breaker now stops after 3 attempts'"
         ),
         Evidence(
-            constant="autocompact_buffer, warning_buffer, blocking_buffer, sm_gates_default",
+            constant="autocompact_buffer, warning_buffer, blocking_buffer",
             source="13k buffer: 45k − 32k and 77k − 64k above; the others keep v2.1.88's values (no public change "
             "found); v1.0.x assumed equal to v2.0.x (no v1.0.x auto-compaction in the corpus)",
         ),
