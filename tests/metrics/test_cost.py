@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import json
 
 import pandas as pd
@@ -29,7 +31,9 @@ def test_pricing_table_covers_the_corpus_models():
     assert price_for("claude-haiku-4-5").model == "claude-haiku-4-5-20251001"
 
 
-def _info(n):
+def _info(n: int) -> SessionCallInfo:
+    """claude-opus-4-6 (input $5, 5-minute write $6.25, read $0.50, output $25 per MTok), calls a minute
+    apart, 100 output tokens each, nothing recorded, no static prefix."""
     return SessionCallInfo(
         models=["claude-opus-4-6"] * n,
         times=[60.0 * i for i in range(n)],

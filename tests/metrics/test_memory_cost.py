@@ -22,26 +22,12 @@ from workbench.transcript import Session, load_paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
 from synthetic import make_session
+from test_cost import _info
 
 SMALL = {"context_window": 60_000, "max_output_tokens": 20_000}  # threshold 27,000
 
 
 # ---------------------------------------------------------------- hand-computed prices
-def _info(n: int) -> SessionCallInfo:
-    """claude-opus-4-6 (input $5, 5-minute write $6.25, read $0.50, output $25 per MTok), calls a minute
-    apart, 100 output tokens each, nothing recorded, no static prefix."""
-    return SessionCallInfo(
-        models=["claude-opus-4-6"] * n,
-        times=[60.0 * i for i in range(n)],
-        output=[100] * n,
-        usage=[None] * n,
-        static_prefix=0,
-        ttl=300.0,
-        rough_before={},
-        scale=1.0,
-    )
-
-
 def _steps() -> pd.DataFrame:
     """Prompts 10k, 12k, 15k, then 4k after a compaction; extractions before steps 1 and 2."""
     steps = pd.DataFrame(
