@@ -142,7 +142,7 @@ def _resolved(
         "measure": row.measure,
     }
     update = {key: value for key, value in values.items() if key not in explicit}
-    return trigger.model_copy(update=update) if update else trigger
+    return trigger.model_copy(update=update)  # an empty update copies: the same values either way
 
 
 def for_version(
