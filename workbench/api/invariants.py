@@ -208,10 +208,11 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
 
     Rule (all indices into ``records``; the request is "summary + ``records[cut:]``", boundaries dropped):
 
-    1. ``a = adjust_to_api_invariants(records, start)``. Return ``a`` when ``thinking`` is False, when
-       ``a <= 0`` or ``a >= len(records)``, or when the request validates against validate.py's
-       ``final_assistant_missing_thinking`` rule, or violates it at a message other than the first kept
-       one (the trailing loop then starts at a kept real user message and no cut can change it).
+    1. ``a = adjust_to_api_invariants(records, start)``. Return ``a`` when ``thinking`` is False, or when
+       the request validates against validate.py's ``final_assistant_missing_thinking`` rule, or violates
+       it at a message other than the first kept one (the trailing loop then starts at a kept real user
+       message and no cut can change it). Keeping nothing validates; keeping everything leaves no earlier
+       cut to try.
     2. Otherwise the cut lies inside the trailing tool loop. Its user prompt ``p`` is the last record
        before ``a`` (``records[a]`` is the first kept response) that becomes a user message holding
        anything but tool_results (validate.py's loop delimiter), searched no further back than the floor:
@@ -239,9 +240,7 @@ def adjust_for_thinking(records: Sequence[Record], start: int, *, thinking: bool
         The adjusted first kept index.
     """
     adjusted = adjust_to_api_invariants(records, start)
-    if not thinking or adjusted <= 0 or adjusted >= len(records):
-        return adjusted
-    if not _cut_sensitive_thinking_violation(records, adjusted):
+    if not thinking or not _cut_sensitive_thinking_violation(records, adjusted):
         return adjusted
     floor = next((i + 1 for i in range(min(start, len(records)) - 1, -1, -1) if records[i].is_compact_boundary), 0)
     prompt = next((i for i in range(adjusted - 1, floor - 1, -1) if _is_prompt(records[i])), None)
