@@ -4,8 +4,10 @@ no cache with one warning, and every result is the one a cold load gives."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import pickle
 import warnings
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from hostile import claude_lines, cli, write_claude
 
 from workbench.transcript import claude_code, session_cache
+from workbench.transcript.model import Block
 from workbench.transcript.registry import file_summaries, load_groups, load_paths
 from workbench.transcript.session_cache import SessionCacheWarning
 
@@ -226,3 +229,28 @@ def test_a_file_over_the_size_limit_keeps_only_its_summary(
     assert not list(cache.rglob("*.sessions")) and len(list(cache.rglob("*.summary"))) == 1
     list(file_summaries([path]))
     assert len(parses) == 2, "the summary was not reused"
+
+
+def _every_field(record: object) -> tuple:
+    """All fields of a record, the ones equality ignores (raw, line, source, the memoised key) too, with its
+    blocks' fields."""
+    values = tuple(getattr(record, f.name) for f in dataclasses.fields(record))  # type: ignore[arg-type]
+    return (type(record), *values, tuple((type(b), b.kind, b.raw) for b in record.blocks))  # type: ignore[attr-defined]
+
+
+def test_cached_records_keep_every_field(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    """Records and blocks pickle through their constructor (`Record.__reduce__`, faster than the frozen
+    dataclass default): every field comes back, including those equality ignores and a memoised key."""
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    cold = list(load_paths([folder]))
+    warm = list(load_paths([folder]))
+    assert parses == ["a.jsonl"]
+    assert [_every_field(r) for s in warm for r in s.records] == [_every_field(r) for s in cold for r in s.records]
+    record = cold[0].records[-1]
+    changed = record.with_blocks([Block.text_block("new")])
+    key = changed.content_key  # memoised in the record
+    for original in (record, changed):
+        copy = pickle.loads(pickle.dumps(original, protocol=pickle.HIGHEST_PROTOCOL))
+        assert _every_field(copy) == _every_field(original) and copy is not original
+    assert pickle.loads(pickle.dumps(changed))._key == key
