@@ -78,7 +78,6 @@ def replay(
     from pydantic import ValidationError
 
     from .replay import replay_process, replay_session
-    from .replay.frames import FrameWriter
     from .strategies import create
 
     try:
@@ -105,7 +104,11 @@ def replay(
         "naive_start",
     )
     rows: list[dict[str, Any]] = []
-    writer = FrameWriter(out) if out is not None else None
+    writer = None
+    if out is not None:  # pandas and pyarrow only for --out (importing them is ~0.6 s of every replay)
+        from .replay.frames import FrameWriter
+
+        writer = FrameWriter(out)
     try:
         if process:  # one group at a time, each as one process (a group without a main session: alone)
             results = (

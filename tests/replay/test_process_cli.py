@@ -80,3 +80,35 @@ def test_a_failing_group_is_reported_under_its_main_session(tmp_path: Path, monk
     monkeypatch.setattr(engine, "replay_process", replay_process)
     code, data, err = _replay(str(tmp_path), "-s", "claude-code", "--process")
     assert code == 0 and sorted(s["session_id"] for s in data["sessions"]) == ["s1", "s1/agent-x1"]
+
+
+_IMPORTS = """
+import json, sys
+from workbench.cli import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "pandas": "pandas" in sys.modules, "pyarrow": "pyarrow" in sys.modules}))
+"""
+
+
+def test_a_replay_without_out_imports_neither_pandas_nor_pyarrow(tmp_path: Path) -> None:
+    """Rows go to parquet only with ``--out``; without it the ~0.6 s of importing pandas and pyarrow is not
+    paid (it was, via `workbench.replay.run` and `workbench.replay.frames`, on every replay)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    session = root / "data" / "tiny-hello-b8a1abcd.jsonl"
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*extra: str) -> dict:
+        argv = [sys.executable, "-c", _IMPORTS, "replay", str(session), "-s", "claude-code", "--json", *extra]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=root, env=env).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    assert run() == {"code": 0, "pandas": False, "pyarrow": False}
+    assert run("--out", str(tmp_path / "out")) == {"code": 0, "pandas": True, "pyarrow": True}
+    assert (tmp_path / "out" / "steps.parquet").is_file()

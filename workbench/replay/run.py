@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from tqdm.auto import tqdm
 
 from ..strategies.base import Strategy
 from ..transcript.model import Session
 from .engine import ReplayResult, replay_session
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["replay_frames", "replay_sessions"]
 
@@ -25,6 +28,8 @@ def replay_sessions(
 
 def replay_frames(results: Iterable[ReplayResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(steps, events)`` DataFrames."""
+    import pandas as pd  # here, not at import: `workbench replay` without --out needs no pandas (~0.6 s)
+
     results = list(results)
     steps = pd.DataFrame([row for r in results for row in r.steps])
     events = pd.DataFrame([row for r in results for row in r.events])
