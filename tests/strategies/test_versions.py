@@ -92,3 +92,27 @@ def test_a_trigger_equal_to_the_default_but_set_explicitly_is_resolved_apart() -
     pinned = for_version(AutoCompactTrigger(blocking_base="effective"), row, "claude-opus-4-6")
     assert pinned.blocking_limit == 177_000
     assert for_version(AutoCompactTrigger(), row, "claude-opus-4-6").blocking_limit == 197_000
+
+
+def test_the_size_budget_follows_each_calls_version_and_is_built_once_per_row() -> None:
+    """``ClaudeCode._budget``: the row's constants where the config sets none, an explicit value wins; memoised
+    per row constants (it is asked before every call), so one strategy replaying calls of several versions
+    gets each version's budget, and the same object again for the same constants."""
+    strategy = create("claude-code")
+    early, persist, late = version_constants("2.1.1"), version_constants("2.1.2"), version_constants("2.1.88")
+    assert not early.tool_result_budget and persist.max_result_chars == 100_000 and late.max_result_chars == 50_000
+    budgets = [strategy._budget(row) for row in (late, early, persist, late, early)]
+    assert [(b.enabled, b.max_result_chars) for b in budgets] == [
+        (True, 50_000),
+        (False, 50_000),
+        (True, 100_000),
+        (True, 50_000),
+        (False, 50_000),
+    ]
+    assert budgets[3] is budgets[0] and budgets[4] is budgets[1]
+    pinned = create("claude-code", {"tool_result_budget": {"max_result_chars": 7}})
+    assert [(b.enabled, b.max_result_chars) for b in map(pinned._budget, (early, late, early))] == [
+        (False, 7),
+        (True, 7),
+        (False, 7),
+    ]

@@ -143,6 +143,13 @@ class ClaudeCode(Strategy):
         return for_version(self.config.sm.trigger, self.row(view), view.model, window=view.window)
 
     def _budget(self, row: ClaudeCodeVersion) -> ToolResultBudgetConfig:
+        """The size budget in force for ``row``'s version: the row's constants where the config does not set
+        them. Memoised per (enabled, max_result_chars): it is asked before every call, and copying the
+        pydantic config each time was a few percent of a replay."""
+        memo: dict[tuple[bool, int], ToolResultBudgetConfig] = self.__dict__.setdefault("_budgets", {})
+        found = memo.get((row.tool_result_budget, row.max_result_chars))
+        if found is not None:
+            return found
         budget = self.config.tool_result_budget
         explicit = budget.model_fields_set
         update = {
@@ -150,7 +157,9 @@ class ClaudeCode(Strategy):
             for key, value in (("enabled", row.tool_result_budget), ("max_result_chars", row.max_result_chars))
             if key not in explicit
         }
-        return budget.model_copy(update=update) if update else budget
+        found = budget.model_copy(update=update) if update else budget
+        memo[(row.tool_result_budget, row.max_result_chars)] = found
+        return found
 
     def _rewrite(
         self, view: ContextView, state: ClaudeCodeState, row: ClaudeCodeVersion
