@@ -254,3 +254,15 @@ def test_cached_records_keep_every_field(tmp_path: Path, cache: Path, parses: li
         copy = pickle.loads(pickle.dumps(original, protocol=pickle.HIGHEST_PROTOCOL))
         assert _every_field(copy) == _every_field(original) and copy is not original
     assert pickle.loads(pickle.dumps(changed))._key == key
+
+
+def test_cached_records_carry_their_content_key(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    """The entry stores each record's `Record.content_key` (the token-count cache's lookup key): a warm load
+    does not hash every line again, and the stored key is the one hashing gives."""
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    list(load_paths([folder]))
+    warm = [r for s in load_paths([folder]) for r in s.records]
+    assert parses == ["a.jsonl"] and warm
+    assert all(r._key is not None for r in warm)
+    assert [r._key for r in warm] == [dataclasses.replace(r, _key=None).content_key for r in warm]

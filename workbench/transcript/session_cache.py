@@ -14,7 +14,9 @@ entries per key:
 * ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled
   (about twice the file's size), for files up to `MAX_CACHED_FILE_BYTES` (64 MiB). Read back about twice
   as fast as parsing again with orjson (the Record objects are the cost of both); `wb.load`, the
-  commands that read sessions and sweep workers use it.
+  commands that read sessions and sweep workers use it. Each record is stored with its
+  `Record.content_key` computed (`_with_content_keys`): the token-count cache looks every record up by
+  it, and hashing each line again was about a tenth of a warm replay.
 * ``<key>.summary``: `FileSummary`, what ``workbench ingest`` reports of the file (lines, records, kinds,
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
   count). ``ingest`` and sweep planning read only these (and write only these).
@@ -333,7 +335,15 @@ def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Sessio
         return found
     sessions = load()
     if _unchanged(path, entry) and _keepable(entry):
-        _write(entry.key, "sessions", sessions, entry)
+        _write(entry.key, "sessions", _with_content_keys(sessions), entry)
+    return sessions
+
+
+def _with_content_keys(sessions: list[Session]) -> list[Session]:
+    """``sessions``, each record's memoised `Record.content_key` computed (so the entry stores it)."""
+    for session in sessions:
+        for record in session.records:
+            record.content_key  # noqa: B018 (memoised on the record)
     return sessions
 
 
@@ -360,7 +370,7 @@ def cached_summary(
     summary = file_summary(sessions)
     if _unchanged(path, entry):
         if fresh and keep_sessions and _keepable(entry):
-            _write(entry.key, "sessions", sessions, entry)
+            _write(entry.key, "sessions", _with_content_keys(sessions), entry)
         _write(entry.key, "summary", summary, entry)
     return summary
 
