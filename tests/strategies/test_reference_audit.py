@@ -230,3 +230,30 @@ def test_the_engine_size_matches_token_count_with_estimation_around_a_synthetic_
 
 def test_sm_compact_module_keeps_its_public_names() -> None:
     assert {"sm_compaction", "SMState"} <= set(sm_compact.__all__)
+
+
+def test_the_breakers_turn_is_the_last_real_prompt() -> None:
+    """``_turn`` (the circuit breaker's scope): the last user record with text that is not meta, not a compact
+    summary and holds no tool_result, whatever else follows it; None without one."""
+    mixed = Record(  # text *and* a tool_result: a tool loop's message, not a prompt
+        kind="user",
+        role="user",
+        uuid="mixed",
+        blocks=(*result("t1", "out").blocks, Block.text_block("also text")),
+        has_content=True,
+    )
+    empty = Record(kind="user", role="user", uuid="empty", blocks=(Block.text_block(""),), string_content=True)
+    tail = [
+        say("working"),
+        result("t0", "done"),
+        mixed,
+        user("note", uuid="meta", is_meta=True),
+        user("summary", uuid="summary", is_compact_summary=True),
+        empty,
+        say("more"),
+    ]
+    assert claude_code._turn(view_of([user("first", uuid="p1"), *tail])) == "p1"
+    assert claude_code._turn(view_of([user("first", uuid="p1"), user("second", uuid="p2"), *tail])) == "p2"
+    assert claude_code._turn(view_of(tail)) is None
+    array = Record(kind="user", role="user", uuid="p3", blocks=(Block.text_block("array prompt"),), has_content=True)
+    assert claude_code._turn(view_of([*tail, array, result("t2", "x")])) == "p3"

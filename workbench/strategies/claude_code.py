@@ -100,14 +100,17 @@ def _resized(view: ContextView, compaction: Compaction) -> ContextView:
 
 
 def _turn(view: ContextView) -> str | None:
-    """The uuid of the user prompt that started the current ``query()`` call (the breaker's scope)."""
+    """The uuid of the user prompt that started the current ``query()`` call (the breaker's scope): the last
+    user record with text that is not meta, not a compact summary and holds no tool_result. Asked before
+    every call, walking back over the tool loop since that prompt, so the cheap tests come first (most
+    records it passes are assistants or tool results)."""
     for record in reversed(view.records):
         if (
             record.kind == "user"
             and not record.is_meta
             and not record.is_compact_summary
+            and not any(block.kind == "tool_result" for block in record.blocks)
             and record.has_text_blocks
-            and not record.tool_results()
         ):
             return record.uuid
     return None
