@@ -47,8 +47,23 @@ def test_before_matches_a_direct_scan(claude_sessions, strip: bool) -> None:
         # every index is checked in short sessions; a stride keeps the quadratic scan cheap otherwise
         for index in range(0, len(records) + 1, 1 + len(records) // 150):
             assert size.before(index) == scan_before(size, records, rough, index), (session.id, index)
+            assert size.usage_before(index) == scan_usage_before(size, records, index), (session.id, index)
             checked += 1
     assert checked > 1000 and boundaries_seen > 0
+
+
+def scan_usage_before(size: UncompactedSize, records: Sequence[Record], index: int) -> int | None:
+    """``tokenCountFromLastAPIResponse`` before ``records[index]``: the last real usage of the current segment
+    (plus what stripped boundaries removed), 0 before the segment's first, None for a session without usage."""
+    measured = [i for i in range(len(records)) if get_token_usage(records[i]) is not None]
+    if not measured:
+        return None
+    segment = max((i for i in range(index) if records[i].is_compact_boundary), default=0)
+    before = [i for i in measured if i < index]
+    if not before or before[-1] < segment:
+        return 0
+    last = before[-1]
+    return usage_tokens(get_token_usage(records[last]) or {}) + sum(r for first, r in size.offsets if last >= first)
 
 
 def test_session_scale_takes_the_calls_the_engine_already_has(claude_sessions) -> None:

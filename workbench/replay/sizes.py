@@ -45,6 +45,8 @@ class UncompactedSize:
         #: indices of the records with a usage, in order, and for each the index of the first record
         #: of its response (where the estimate after that usage starts, docs §6)
         self.measured = [index for index, usage in enumerate(self.usages) if usage is not None]
+        #: ``usage_tokens`` of each of them, aligned with ``measured`` (asked twice before every call)
+        self.totals = [usage_tokens(self.usages[index] or {}) for index in self.measured]
         self.anchors = _sibling_anchors(records, self.measured)
         #: indices of the compact boundaries still in ``records`` (each starts a segment)
         self.segments = [index for index, record in enumerate(records) if record.is_compact_boundary]
@@ -90,7 +92,7 @@ class UncompactedSize:
             return self.overhead + self.prefix[index] - self.prefix[segment]
         last, anchor = self.measured[k], self.anchors[k]
         offset = sum(removed for first, removed in self.offsets if last >= first)
-        return usage_tokens(self.usages[last] or {}) + offset + self.prefix[index] - self.prefix[anchor + 1]
+        return self.totals[k] + offset + self.prefix[index] - self.prefix[anchor + 1]
 
     def usage_before(self, index: int) -> int | None:
         """``tokenCountFromLastAPIResponse`` just before ``records[index]``: the last usage total (plus what
@@ -105,7 +107,7 @@ class UncompactedSize:
             return 0
         last = self.measured[k]
         offset = sum(removed for first, removed in self.offsets if last >= first)
-        return usage_tokens(self.usages[last] or {}) + offset
+        return self.totals[k] + offset
 
 
 def _sibling_anchors(records: Sequence[Record], measured: Sequence[int]) -> list[int]:
