@@ -38,3 +38,30 @@ def test_truncation_rewrites_in_place_and_estimates_the_saving() -> None:
     after = steps[steps["step"] >= first["step"]]
     assert (after["token_source"] == "estimated").all()
     assert (after["context_tokens"] < after["tokens_without_compaction"]).all()
+
+
+def test_padded_counts_are_looked_up_only_when_a_strategy_reads_them() -> None:
+    """The engine fills claude-padded counts as a strategy reads ``view.padded`` (SM-compaction does when it
+    compacts): a replay that never reads them looks none up; one that does gets each record's count."""
+    from workbench.strategies.base import Strategy
+    from workbench.tokens.cache import cached_estimator
+    from workbench.tokens.estimators import get_estimator
+
+    padded = cached_estimator("claude-padded")
+    session = make_session(turns=3, tools=2)
+    looked_up = padded.stats.hits + padded.stats.misses
+    replay_session(session, create("none"))
+    assert padded.stats.hits + padded.stats.misses == looked_up
+
+    seen: list[tuple[list[int], list[int]]] = []
+
+    class Reads(Strategy):
+        name = "reads-padded"
+
+        def compact(self, view, state):  # type: ignore[no-untyped-def]
+            seen.append((list(view.padded), get_estimator("claude-padded").count_many(view.records)))
+            return None
+
+    replay_session(session, Reads())
+    assert len(seen) == 9 and all(got == expected and got for got, expected in seen)
+    assert padded.stats.hits + padded.stats.misses > looked_up

@@ -93,7 +93,6 @@ class _Prepared:
         original = session.conversation()
         self.records, boundaries = strip_recorded_compactions(original) if strip else (list(original), [])
         rough_all = cached_estimator("claude-rough").count_many(self.records)
-        padded_all = cached_estimator("claude-padded").count_many(self.records)
         self.measure = cached_estimator(estimator)
         self.size = UncompactedSize(self.records, rough_all, boundaries)
         counted = rough_all if estimator == "claude-rough" else self.measure.count_many(self.records)
@@ -102,7 +101,9 @@ class _Prepared:
             self.records, counted, end=boundaries[0][0] if boundaries else None, calls=self.calls
         )
         self.rough_of = dict(zip((id(r) for r in self.records), rough_all, strict=True))
-        self.padded_of = dict(zip((id(r) for r in self.records), padded_all, strict=True))
+        # claude-padded counts only as a strategy reads them (`LazyCounts` fills the table): SM-compaction
+        # reads them when it compacts, most sessions never, and looking every record up cost ~8% of a replay
+        self.padded_of: dict[int, int] = {}
         self.originals = original_thinking_blocks(self.records)
         # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
         self.guarded = session.metadata.get("query_source") in ("compact", "session_memory")
