@@ -266,3 +266,37 @@ def test_cached_records_carry_their_content_key(tmp_path: Path, cache: Path, par
     assert parses == ["a.jsonl"] and warm
     assert all(r._key is not None for r in warm)
     assert [r._key for r in warm] == [dataclasses.replace(r, _key=None).content_key for r in warm]
+
+
+def test_entries_are_read_with_the_garbage_collector_paused(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unpickling creates no garbage, only objects the collector would scan again and again: it is paused
+    while an entry is read, and on again afterwards (also when the entry is corrupt), unless it was off."""
+    import gc
+
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    cold = list(load_paths([folder]))
+    during: list[bool] = []
+    real = pickle.load
+
+    def load(handle):  # type: ignore[no-untyped-def]
+        during.append(gc.isenabled())
+        return real(handle)
+
+    monkeypatch.setattr(session_cache.pickle, "load", load)
+    assert gc.isenabled()
+    warm = list(load_paths([folder]))
+    assert during == [False] and gc.isenabled() and _lines(warm) == _lines(cold)
+    for entry in cache.rglob("*.sessions"):
+        entry.write_bytes(b"not a pickle")
+    with pytest.warns(SessionCacheWarning):
+        assert _lines(list(load_paths([folder]))) == _lines(cold)
+    assert during == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        list(load_paths([folder]))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
