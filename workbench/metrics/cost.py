@@ -64,7 +64,7 @@ from ._common import KEYS, ensure_keys, session_map
 from .bill import bill_sessions
 from .cache_sim import TTL_1H, TTL_5M, SessionCallInfo, miss_causes, session_call_info, simulate_cache
 from .memory_cost import MEMORY_COLUMNS as MEMORY_COLUMNS
-from .memory_cost import _from_session_memory, _memory_rows
+from .memory_cost import _from_session_memory, with_memory_cost
 from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, price_for, price_or_none, tokens_dollars
 
 __all__ = [
@@ -265,18 +265,7 @@ def cost_sessions(
     out = out.merge(summ, on=KEYS, how="left")
     out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
     out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
-    memory = _memory_rows(ensure_keys(steps), per_step, table, default_model)
-    memory = (
-        memory.groupby(KEYS)
-        .agg(
-            memory_extractions=("memory_extractions", "sum"),
-            memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),  # an unpriced one: NaN
-        )
-        .reset_index()
-    )
-    out = out.merge(memory, on=KEYS, how="left")
-    out["memory_extractions"] = out["memory_extractions"].fillna(0).astype(int)
-    out["memory_cost_usd"] = out["memory_cost_usd"].where(out["memory_extractions"] > 0, 0.0)
+    out = with_memory_cost(out, ensure_keys(steps), per_step, table, default_model)
     out["compaction_agent"] = [is_compaction_agent(sid, by_id.get(sid)) for sid in out["session_id"]]
     artefact = out["compaction_agent"] & (out["strategy"] != "recorded")
     out.loc[artefact, "step_cost_usd"] = 0.0

@@ -48,7 +48,7 @@ import pandas as pd
 from ._common import KEYS
 from .pricing import Price, price_or_none, tokens_dollars
 
-__all__ = ["MEMORY_COLUMNS", "_from_session_memory", "_memory_rows"]
+__all__ = ["MEMORY_COLUMNS", "_from_session_memory", "_memory_rows", "with_memory_cost"]
 
 
 #: Event kinds whose summary is the session-memory file (events written before ``summary_source`` existed).
@@ -119,3 +119,23 @@ def _memory_rows(
             }
         )
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
+def with_memory_cost(
+    sessions: pd.DataFrame, steps: pd.DataFrame, per_step: pd.DataFrame, pricing: Mapping[str, Price], default: str
+) -> pd.DataFrame:
+    """``sessions`` (one row per `KEYS`) with ``memory_extractions`` and ``memory_cost_usd``: the sum of its
+    extractions (`_memory_rows`), 0 without any, NaN when one of them could not be priced."""
+    memory = (
+        _memory_rows(steps, per_step, pricing, default)
+        .groupby(KEYS)
+        .agg(
+            memory_extractions=("memory_extractions", "sum"),
+            memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),  # an unpriced one: NaN
+        )
+        .reset_index()
+    )
+    out = sessions.merge(memory, on=KEYS, how="left")
+    out["memory_extractions"] = out["memory_extractions"].fillna(0).astype(int)
+    out["memory_cost_usd"] = out["memory_cost_usd"].where(out["memory_extractions"] > 0, 0.0)
+    return out
