@@ -64,11 +64,7 @@ class Cluster:
             "scheduler",
             [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
         )
-        deadline = time.time() + 60
-        while not info.exists() and time.time() < deadline:
-            self._alive("scheduler")
-            time.sleep(0.1)
-        self.address = json.loads(info.read_text())["address"]
+        self.address = self._scheduler_address(info, deadline=time.time() + 60)
         assert self.address.startswith("tcp://127.0.0.1:"), self.address
         for n in range(workers):
             self._spawn(
@@ -95,6 +91,18 @@ class Cluster:
 
         with Client(self.address, timeout=30) as client:
             client.wait_for_workers(workers, timeout=120)
+
+    def _scheduler_address(self, info: Path, deadline: float) -> str:
+        """The address in the scheduler file, once the scheduler has written all of it (the file exists,
+        empty or half written, before it is complete: reading it as soon as it exists failed under load)."""
+        while True:
+            self._alive("scheduler")
+            try:
+                return str(json.loads(info.read_text())["address"])
+            except (OSError, ValueError, KeyError):
+                if time.time() > deadline:
+                    raise
+            time.sleep(0.1)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = (self.root / f"{name}.log").open("wb")
