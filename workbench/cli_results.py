@@ -29,20 +29,9 @@ __all__ = ["register"]
 def list_strategies(as_json: JsonOpt = False) -> None:
     """List the registered strategies (built in and from `workbench.strategies` entry points) with their
     config schema and defaults; entry points that fail to load are listed under errors."""
-    from .strategies.registry import broken_strategies, strategy_origin
-    from .strategies.registry import strategies as registry
+    from .strategies.registry import broken_strategies, describe_strategies, get_strategy
 
-    rows: list[dict[str, Any]] = [
-        {
-            "name": name,
-            "description": cls.description,
-            "unsafe": cls.unsafe,
-            "origin": strategy_origin(name),
-            "defaults": cls.Config().model_dump(mode="json"),
-            "schema": cls.Config.model_json_schema(),
-        }
-        for name, cls in sorted(registry().items())
-    ]
+    rows = [{**row, "schema": get_strategy(row["name"]).Config.model_json_schema()} for row in describe_strategies()]
     errors = [b.as_dict() for b in broken_strategies()]
     human = "\n".join(
         f"{r['name']:<24}{' (unsafe)' if r['unsafe'] else '':<10}{r['description']}"

@@ -28,6 +28,22 @@ def write_spec(folder: Path, body: str, name: str = "spec.yaml") -> Path:
     return path
 
 
+def sm_grid(name: str, *, max_tokens: tuple[int, ...] = ()) -> str:
+    """A spec of 15 (or 15 × len(max_tokens)) sm-compact cells over ``data/``, long enough to interrupt."""
+    extra = f"      max_tokens: {list(max_tokens)}\n" if max_tokens else ""
+    return (
+        f"name: {name}\n"
+        'corpus: ["DATA"]\n'
+        "metrics: [savings]\n"
+        "strategies:\n"
+        "  - name: sm-compact\n"
+        "    grid:\n"
+        "      min_tokens: [2000, 4000, 6000, 8000, 10000]\n"
+        f"{extra}"
+        "      trigger.pct_of_window: [40, 60, 80]\n"
+    )
+
+
 TINY = """\
 name: tiny
 corpus: ["DATA"]

@@ -23,23 +23,13 @@ import pytest
 
 from workbench.experiments import ResultStore, run_sweep
 
-from .conftest import REPO, TINY, comparable, write_spec
+from .conftest import REPO, TINY, comparable, sm_grid, write_spec
 from .test_sweep import _cli
 
 pytestmark = pytest.mark.slow
 
 #: Long enough (150 cells in tasks of one) that a worker can be killed while the sweep runs.
-LONG = """\
-name: dask-kill
-corpus: ["DATA"]
-metrics: [savings]
-strategies:
-  - name: sm-compact
-    grid:
-      min_tokens: [2000, 4000, 6000, 8000, 10000]
-      max_tokens: [20000, 40000]
-      trigger.pct_of_window: [40, 60, 80]
-"""
+LONG = sm_grid("dask-kill", max_tokens=(20000, 40000))
 
 
 def _dask() -> str:

@@ -23,7 +23,7 @@ from workbench.experiments.run import SweepFailureWarning
 from workbench.experiments.schema import SCHEMAS, SchemaError, to_table
 from workbench.experiments.tables import cell_table, config_table, sweep_frames
 
-from .conftest import DATA, REPO, write_spec
+from .conftest import DATA, REPO, sm_grid, write_spec
 
 TYPES = """\
 name: types
@@ -241,16 +241,7 @@ def test_the_cli_reports_failed_cells_with_exit_1(tmp_path, failing_api):
 
 # -- item 14: concurrent sweeps -------------------------------------------------------------------------
 
-MANY = """\
-name: many
-corpus: ["DATA"]
-metrics: [savings]
-strategies:
-  - name: sm-compact
-    grid:
-      min_tokens: [2000, 4000, 6000, 8000, 10000]
-      trigger.pct_of_window: [40, 60, 80]
-"""
+MANY = sm_grid("many")
 
 
 def test_two_concurrent_sweeps_compute_every_cell_once(tmp_path):

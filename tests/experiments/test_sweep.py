@@ -12,18 +12,9 @@ import pytest
 
 from workbench.experiments import ResultStore, load_spec, run_sweep
 
-from .conftest import REPO, TINY, comparable, write_spec
+from .conftest import REPO, TINY, comparable, sm_grid, write_spec
 
-KILL_SPEC = """\
-name: killme
-corpus: ["DATA"]
-metrics: [savings]
-strategies:
-  - name: sm-compact
-    grid:
-      min_tokens: [2000, 4000, 6000, 8000, 10000]
-      trigger.pct_of_window: [40, 60, 80]
-"""
+KILL_SPEC = sm_grid("killme")
 
 
 def test_rerun_computes_only_missing_cells(tmp_path):

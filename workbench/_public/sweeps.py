@@ -162,20 +162,9 @@ def strategies() -> pd.DataFrame:
     """Every registered strategy (built in, from ``workbench.strategies`` entry points, or registered in
     this process): ``name``, ``description``, ``unsafe``, ``origin``, ``defaults``; entry points that
     failed to load are rows with their ``error`` (``workbench strategies`` lists the same)."""
-    from ..strategies.registry import broken_strategies, strategy_origin
-    from ..strategies.registry import strategies as registry
+    from ..strategies.registry import broken_strategies, describe_strategies
 
-    rows: list[dict[str, Any]] = [
-        {
-            "name": name,
-            "description": cls.description,
-            "unsafe": cls.unsafe,
-            "origin": strategy_origin(name),
-            "defaults": cls.Config().model_dump(mode="json"),
-            "error": None,
-        }
-        for name, cls in sorted(registry().items())
-    ]
+    rows: list[dict[str, Any]] = [{**row, "error": None} for row in describe_strategies()]
     rows += [
         {
             "name": b.name,

@@ -31,6 +31,7 @@ __all__ = [
     "BrokenStrategy",
     "broken_strategies",
     "create",
+    "describe_strategies",
     "get_strategy",
     "register",
     "strategies",
@@ -129,6 +130,21 @@ def strategy_origin(name: str) -> str:
     """``builtin``, ``entry point MODULE:ATTR (DIST)`` or ``registered (MODULE)``."""
     _ensure_builtin()
     return _ORIGIN.get(name, "unknown")
+
+
+def describe_strategies() -> list[dict[str, Any]]:
+    """One row per registered strategy, by name: ``name``, ``description``, ``unsafe``, ``origin`` and its
+    config's ``defaults`` (what ``workbench strategies`` and ``wb.strategies()`` list)."""
+    return [
+        {
+            "name": name,
+            "description": cls.description,
+            "unsafe": cls.unsafe,
+            "origin": strategy_origin(name),
+            "defaults": cls.Config().model_dump(mode="json"),
+        }
+        for name, cls in sorted(strategies().items())
+    ]
 
 
 def get_strategy(name: str) -> type[Strategy]:
