@@ -254,11 +254,8 @@ def _load_file(
 
     try:
         head = read_head(path, HEAD_BYTES)
-    except NotRegularFile as exc:
-        report.error(path, exc.reason)
-        return None
     except OSError as exc:
-        report.error(path, f"cannot read: {exc.strerror or exc}")
+        report.error(path, _unreadable(exc))
         return None
     loader = forced or detect(path, head)
     if loader is None:
@@ -279,11 +276,8 @@ def _load_file(
             result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep")
         else:
             result = cached_sessions(path, loader.name, load)
-    except NotRegularFile as exc:
-        report.error(path, exc.reason)
-        return None
     except OSError as exc:
-        report.error(path, f"cannot read: {exc.strerror or exc}")
+        report.error(path, _unreadable(exc))
         return None
     except Exception as exc:  # a loader bug on one file must not lose the others: report it
         report.error(path, f"the {loader.name} loader failed: {type(exc).__name__}: {_one_line(exc)}")
@@ -321,6 +315,11 @@ def _first_session_id(path: Path) -> str | None:
     except OSError:
         return None
     return match.group(1).decode("utf-8", "replace") if match else None
+
+
+def _unreadable(exc: OSError) -> str:
+    """Why a file could not be read: what it is when it is not a regular file, else the OS's reason."""
+    return exc.reason if isinstance(exc, NotRegularFile) else f"cannot read: {exc.strerror or exc}"
 
 
 def _one_line(exc: BaseException) -> str:
