@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         sweep,
         tune,
     )
-    from .experiments.tune import TuneResult
+    from .experiments.tune_result import TuneResult
     from .strategies.base import Compaction, ContextView, Strategy, StrategyConfig
     from .strategies.labels import config_label
     from .strategies.registry import register
@@ -92,7 +92,7 @@ _LAZY = {
     "StrategyConfig": "workbench.strategies.base",
     "register": "workbench.strategies.registry",
     "config_label": "workbench.strategies.labels",
-    "TuneResult": "workbench.experiments.tune",
+    "TuneResult": "workbench.experiments.tune_result",
     **{name: "workbench._public" for name in ("PlotAccessor", "Report", "Runs", "Sessions", "load", "strategy")},
     **{name: "workbench._public" for name in ("InvariantStudy", "invariants", "sweep", "tune")},
 }

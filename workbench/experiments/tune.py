@@ -38,29 +38,29 @@ differ only in what a compaction keeps share their replay prefix (`workbench.rep
 which a sequential sampler would forfeit; the full grid also gives the whole front, not one optimum.
 The fidelity column is configurable so a metric added later (``expected_recovery_tokens``) can be the
 axis: ``axes: {fidelity: expected_recovery_tokens}``, ``fidelity_goal: min``.
+
+Where things live: the spec, its loader and the constraints (parsed, and checked on the per-config
+table) in `workbench.experiments.tune_spec`; the result and its views (text, JSON, plot) in
+`workbench.experiments.tune_result`; here, the search (the front, the recommendation and its bootstrap
+intervals). Every name is importable from here as before.
 """
 
 from __future__ import annotations
 
-import math
-import operator
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .spec import SpecError, resolve_spec
+from .spec import resolve_spec
+from .tune_result import TuneResult
+from .tune_spec import DEFAULT_CONSTRAINTS, TuneSpec, _feasible, load_tune_spec
+from .tune_spec import Axes as Axes  # re-exported: importable from here as before the split
+from .tune_spec import parse_bound as parse_bound  # re-exported (tests/public/test_tune.py imports it)
 
 __all__ = ["DEFAULT_CONSTRAINTS", "TuneResult", "TuneSpec", "load_tune_spec", "run_tune"]
-
-#: No request the API would reject, no call at the blocking limit (Claude Code would refuse it).
-DEFAULT_CONSTRAINTS: dict[str, str | float | int] = {"violating_steps": "== 0", "steps_blocked": "== 0"}
 
 #: Pooled columns that are ratios of sums: (numerator, denominator, value when the denominator is 0).
 RATIOS: dict[str, tuple[str, str, float]] = {
@@ -69,221 +69,6 @@ RATIOS: dict[str, tuple[str, str, float]] = {
     "dropped_recall": ("dropped_facts_kept", "dropped_facts", 1.0),
     "violation_rate": ("violating_steps", "steps", 0.0),
 }
-
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "<=": operator.le,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "<": operator.lt,
-    ">": operator.gt,
-}
-_BOUND = re.compile(r"^\s*(<=|>=|==|<|>)\s*(-?[0-9.eE+-]+)\s*$")
-
-
-class Axes(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    savings: str = "saved_share"
-    fidelity: str = "needed_recall"
-    cost: str = "cost_usd"
-
-
-class TuneSpec(BaseModel):
-    """A tuning run (see the module docstring); unknown keys raise."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    description: str = ""
-    corpus: list[str] = Field(min_length=1)
-    corpus_fallback: list[str] = Field(default_factory=list)
-    format: str | None = None
-    estimator: str = "claude-rough"
-    seed: int = 0
-    max_sessions: int | None = Field(None, gt=0)
-    strategy: str
-    config: dict[str, Any] = Field(default_factory=dict)
-    space: dict[str, list[Any]] = Field(min_length=1)
-    objective: str = "saved_share"
-    axes: Axes = Axes()
-    fidelity_goal: Literal["max", "min"] = "max"
-    constraints: dict[str, str | float | int] = Field(default_factory=lambda: {**DEFAULT_CONSTRAINTS})
-    bootstrap: int = Field(2000, ge=100)
-    confidence: float = Field(0.95, gt=0, lt=1)
-
-    def experiment(self) -> dict[str, Any]:
-        """The experiment spec this tuning runs: the grid, and the base config as the reference."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "corpus": list(self.corpus),
-            "corpus_fallback": list(self.corpus_fallback),
-            "format": self.format,
-            "estimator": self.estimator,
-            "seed": self.seed,
-            "max_sessions": self.max_sessions,
-            "strategies": [
-                {"name": self.strategy, "config": dict(self.config)},
-                {"name": self.strategy, "config": dict(self.config), "grid": dict(self.space), "skip_invalid": True},
-            ],
-        }
-
-
-def parse_bound(column: str, bound: str | float | int) -> tuple[str, float]:
-    """``"== 0"`` → ``("==", 0.0)``; a bare number means ``<=``."""
-    if isinstance(bound, (int, float)) and not isinstance(bound, bool):
-        return "<=", float(bound)
-    match = _BOUND.match(str(bound))
-    if not match:
-        raise ValueError(f"constraints.{column}: expected e.g. '== 0', '>= 0.8' or a number, got {bound!r}")
-    return match.group(1), float(match.group(2))
-
-
-def load_tune_spec(path: str | Path) -> TuneSpec:
-    """Read and validate a tune spec; errors name the file and the key."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, Mapping):
-        raise SpecError(f"{path}: (top level): expected a mapping, got {type(data).__name__}")
-    try:
-        spec = TuneSpec(**data)
-    except ValidationError as exc:
-        where = [f"{path}: {'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}" for e in exc.errors()]
-        raise SpecError("\n".join(where)) from None
-    for column, bound in spec.constraints.items():
-        try:
-            parse_bound(column, bound)
-        except ValueError as exc:
-            raise SpecError(f"{path}: {exc}") from None
-    return spec
-
-
-@dataclass
-class TuneResult:
-    """What `run_tune` found. ``table``: every config (the sweep's per-config columns plus ``feasible``,
-    ``violated`` and ``on_front``); ``front``: the feasible Pareto front, by savings; ``recommended``:
-    the chosen row; ``intervals``: value and bootstrap interval per axis and objective for the
-    recommendation, plus ``objective vs reference`` (paired); ``reference``: the base config's row;
-    ``runs``: the replays as `workbench.Runs` (set by ``wb.tune``) for plots and tables."""
-
-    spec: TuneSpec
-    table: pd.DataFrame
-    front: pd.DataFrame
-    recommended: pd.Series | None
-    reference: pd.Series | None
-    intervals: pd.DataFrame
-    sessions: int
-    skipped: int
-    notes: list[str] = field(default_factory=list)
-    #: The sweep behind it (`SweepResult`, `SweepPlan`): ``wb.tune`` turns them into `Runs` (``.runs``).
-    sweep: Any = None
-    plan: Any = None
-    runs: Any = None
-
-    @property
-    def config(self) -> dict[str, Any] | None:
-        """The recommended config (resolved), or None when no config is feasible."""
-        import json
-
-        return None if self.recommended is None else json.loads(self.recommended["config_json"])
-
-    def as_dict(self) -> dict[str, Any]:
-
-        def rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
-            cols = [c for c in columns if c in frame.columns]
-            return [{k: _plain(v) for k, v in row.items()} for row in frame[cols].to_dict("records")]
-
-        axes = [self.spec.axes.savings, self.spec.axes.fidelity, self.spec.axes.cost]
-        keys = ["label", "config_hash", *dict.fromkeys([*axes, self.spec.objective.lstrip("-")])]
-        return {
-            "name": self.spec.name,
-            "strategy": self.spec.strategy,
-            "sessions": self.sessions,
-            "configs": len(self.table),
-            "skipped_grid_points": self.skipped,
-            "feasible": int(self.table["feasible"].sum()) if len(self.table) else 0,
-            "objective": self.spec.objective,
-            "constraints": {k: str(v) for k, v in self.spec.constraints.items()},
-            "front": rows(self.front, keys),
-            "recommended": None
-            if self.recommended is None
-            else {**{k: _plain(self.recommended.get(k)) for k in keys}, "config": self.config},
-            "intervals": rows(self.intervals, list(self.intervals.columns)),
-            "notes": list(self.notes),
-        }
-
-    def render(self) -> str:
-        """Plain text: the front and the recommendation with its intervals."""
-        spec = self.spec
-        lines = [
-            f"tune {spec.name}: {spec.strategy}, {len(self.table)} configs over {self.sessions} sessions "
-            f"({int(self.table['feasible'].sum()) if len(self.table) else 0} feasible; "
-            f"constraints {', '.join(f'{k} {v}' for k, v in spec.constraints.items())})",
-            "",
-            "Pareto front (feasible; savings and fidelity up, cost down):",
-        ]
-        axes = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost]
-        for _, row in self.front.iterrows():
-            values = "  ".join(f"{a}={_fmt(row.get(a))}" for a in axes)
-            lines.append(f"  {row['label']:<56} {values}")
-        if self.recommended is None:
-            lines.append("\nno feasible config: relax the constraints or widen the space")
-        else:
-            lines.append(f"\nrecommended: {self.recommended['label']}  (config_hash {self.recommended['config_hash']})")
-            level = f"{spec.confidence:.0%}"
-            for _, row in self.intervals.iterrows():
-                lines.append(
-                    f"  {row['metric']:<28} {_fmt(row['value'])}  [{level} CI {_fmt(row['low'])}, {_fmt(row['high'])}]"
-                )
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.render()
-
-    def plot(self) -> Any:
-        """Savings vs fidelity of every config: infeasible grey, the front joined, the recommendation starred."""
-        import matplotlib.pyplot as plt
-
-        from ..plots import tune_front
-
-        fig = tune_front(self.table, self.spec.axes.savings, self.spec.axes.fidelity, self.recommended)
-        plt.close(fig)  # detached: a notebook shows it once, as the cell's value
-        return fig
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _feasible(table: pd.DataFrame, constraints: Mapping[str, str | float | int]) -> tuple[pd.Series, pd.Series]:
-    ok = pd.Series(True, index=table.index)
-    violated: list[list[str]] = [[] for _ in range(len(table))]
-    for column, bound in constraints.items():
-        op, limit = parse_bound(column, bound)
-        if column not in table.columns:
-            raise ValueError(f"constraint on {column!r}: no such column (have {', '.join(sorted(table.columns))})")
-        holds = table[column].map(lambda v, op=op, limit=limit: v is not None and not pd.isna(v) and _OPS[op](v, limit))
-        ok &= holds.astype(bool)
-        for i, good in enumerate(holds):
-            if not good:
-                violated[i].append(f"{column} {op} {limit:g}")
-    return ok, pd.Series([", ".join(v) for v in violated], index=table.index)
 
 
 def pareto_mask(values: np.ndarray, senses: Sequence[int]) -> np.ndarray:
