@@ -6,18 +6,20 @@ recorded ``isCompactSummary`` and what followed the ``compact_boundary`` as the 
 since the previous boundary as the dropped content). ``recorded-compact`` events of a ``recorded`` run are
 the same compactions and are not probed twice.
 
-**Estimate** (`estimate_probes`): a dry run of the same pipeline against the response cache, read-only:
-a request already cached costs nothing; a miss is priced as its input (claude-rough of the request text
-× 4/3, the padding that brings chars/4 near Claude's tokenizer on this corpus) plus ``max_tokens`` of
-output, at the model's input/output prices (`workbench.metrics.pricing`). The placeholder replies of the
-dry run never enter the cache. Because outputs are priced at their maximum, the estimate is an upper
-bound; it is what the budget check compares.
+The **estimate** (`estimate_probes`, `workbench.online.probe_cost`) is a dry run of the same pipeline
+against the response cache, read-only, pricing every miss at its upper bound (input padded, output at
+``max_tokens``); it is what the budget check compares.
 
 **Budget.** `run_probes` refuses to start when the estimate exceeds ``budget_usd``
 (`ProbeBudgetError`). While running it meters every real request's recorded ``usage`` (input, cache
 write, cache read, output at their prices) and, before each request, refuses to send it when the spend
 so far plus that request's upper bound would pass the budget: the run stops there and reports the events
 not probed (``not_probed``). Cache hits cost nothing and are always served.
+
+Where things live: the jobs (`ProbeJob`, `probe_jobs`, the recorded reference rows) in
+`workbench.online.probe_job`; pricing (the estimate, a request's upper bound, a response's usage) in
+`workbench.online.probe_cost`; here, the budgeted run and the report's probe pass (`probe_summary`,
+`probe_report`). Every name is importable from here as before.
 """
 
 from __future__ import annotations
@@ -31,13 +33,13 @@ import pandas as pd
 
 from ..metrics.pricing import Price, load_pricing, price_for
 from ..metrics.uncertainty import bootstrap_intervals
-from ..replay.engine import strip_recorded_compactions
 from ..transcript.model import Session
-from ..transcript.steps import api_calls
 from .cache import ResponseCache, resolve_cache
 from .client import DEFAULT_MODEL, RetryPolicy, _split_extra, get_client
-from .probe_text import GENERATE_SYSTEM, JUDGE_SYSTEM, PROBE_KINDS
-from .probes import probe_event
+from .probe_cost import PADDING as PADDING  # re-exported: importable from here as before the split
+from .probe_cost import _Client, _upper_bound, _usage_usd, estimate_probes
+from .probe_job import ProbeJob, _options, _probe, probe_jobs
+from .probe_text import PROBE_KINDS
 
 __all__ = [
     "ProbeBudgetError",
@@ -49,8 +51,6 @@ __all__ = [
     "probe_summary",
     "run_probes",
 ]
-
-PADDING = 4 / 3
 
 
 class ProbeBudgetError(RuntimeError):
@@ -67,193 +67,6 @@ class ProbeBudgetError(RuntimeError):
 
 class _BudgetReached(Exception):
     """Raised inside a metered request that would pass the budget (caught by `run_probes`)."""
-
-
-@dataclass(frozen=True)
-class ProbeJob:
-    """One compaction to probe: the session and the event row (as `probe_event` takes it)."""
-
-    session: Session
-    event: Mapping[str, Any]
-
-    @property
-    def label(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session.id,
-            "strategy": self.event.get("strategy"),
-            "config_hash": self.event.get("config_hash"),
-            "step": int(self.event.get("step", -1)),
-            "event_kind": self.event.get("kind"),
-        }
-
-
-def _recorded_jobs(session: Session) -> list[ProbeJob]:
-    """Claude Code's own compactions of ``session`` as events over its stripped records."""
-    if session.is_subagent:
-        return []
-    records = session.conversation()
-    boundaries = [i for i, r in enumerate(records) if r.is_compact_boundary]
-    calls = api_calls(strip_recorded_compactions(records)[0])
-    original_calls = api_calls(records)
-    jobs = []
-    previous = 0
-    for cut in boundaries:
-        after = next((c for c in original_calls if c.first > cut), None)
-        point = after.first if after else len(records)
-        between = records[cut + 1 : point]
-        summary = next((r.text for r in between if r.is_compact_summary), None)
-        event = {
-            "session_id": session.id,
-            "strategy": "claude-recorded",
-            "config_hash": "compact-summary",
-            "kind": "recorded-compact",
-            "step": after.step if after else len(calls),
-            "dropped_uuids": [r.uuid for r in records[previous:cut] if r.uuid and not r.is_compact_summary],
-            "kept_uuids": [r.uuid for r in between if r.uuid and not r.is_compact_summary],
-            "summary": summary,
-        }
-        jobs.append(ProbeJob(session, event))
-        previous = cut
-    return jobs
-
-
-def probe_jobs(sessions: Mapping[str, Session], events: pd.DataFrame | None) -> list[ProbeJob]:
-    """Every event of ``events`` whose session is known (``recorded-compact`` rows excepted), then the
-    recorded compactions of those sessions (the ``claude-recorded`` reference rows)."""
-    jobs: list[ProbeJob] = []
-    if events is not None and len(events):
-        ordered = events.sort_values(["session_id", "strategy", "config_hash", "step"], kind="stable")
-        for event in ordered.to_dict("records"):
-            if event.get("kind") == "recorded-compact" or event["session_id"] not in sessions:
-                continue
-            jobs.append(ProbeJob(sessions[event["session_id"]], event))
-    wanted = sorted({j.session.id for j in jobs} | set(events["session_id"]) if events is not None else set())
-    for sid in wanted:
-        if sid in sessions:
-            jobs.extend(_recorded_jobs(sessions[sid]))
-    return jobs
-
-
-class _ReadOnlyCache(ResponseCache):
-    """Serves hits from ``inner``; writes nothing (the dry run's placeholder replies must not be cached)."""
-
-    def __init__(self, inner: ResponseCache | None) -> None:
-        super().__init__(inner.root if inner is not None else "/nonexistent-workbench-cache")
-        self._inner = inner
-        self.hits = 0
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        found = self._inner.get(key) if self._inner is not None else None
-        self.hits += found is not None
-        return found
-
-    def put(self, key: str, response: Mapping[str, Any], *, endpoint: str, model: str) -> Any:
-        return None
-
-
-def _request_text(params: Mapping[str, Any]) -> str:
-    return json.dumps({"system": params.get("system"), "messages": params.get("messages")}, ensure_ascii=False)
-
-
-def _upper_bound(params: Mapping[str, Any], price: Price) -> float:
-    inputs = len(_request_text(params)) / 4 * PADDING
-    return (inputs * price.input + int(params.get("max_tokens") or 0) * price.output) / 1e6
-
-
-class _Messages:
-    def __init__(self, owner: _Client) -> None:
-        self._owner = owner
-
-    def create(self, **params: Any) -> Any:
-        return self._owner.send(params)
-
-
-class _Client:
-    """Stands in for ``anthropic.Anthropic`` inside `call_api`: prices each request before it goes out."""
-
-    def __init__(self, send: Callable[[dict[str, Any]], Any]) -> None:
-        self.send = send
-        self.messages = _Messages(self)
-
-    def with_options(self, **_: Any) -> _Client:
-        return self
-
-
-class _Placeholder:
-    """A response object shaped like the SDK's (``model_dump``) for the dry run."""
-
-    def __init__(self, params: Mapping[str, Any], kinds: Sequence[str], n_per_kind: int) -> None:
-        system = params.get("system")
-        if system == GENERATE_SYSTEM:
-            probes = [
-                {"kind": k, "question": f"placeholder {k} {i}?", "reference": "placeholder"}
-                for k in kinds
-                for i in range(n_per_kind)
-            ]
-            text = json.dumps({"probes": probes})
-        elif system == JUDGE_SYSTEM:
-            text = '{"score": 0, "reason": "placeholder"}'
-        else:
-            text = "placeholder"
-        self._body = {
-            "id": "msg_estimate",
-            "type": "message",
-            "role": "assistant",
-            "model": params.get("model"),
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-        }
-
-    def model_dump(self, **_: Any) -> dict[str, Any]:
-        return self._body
-
-
-def _probe(job: ProbeJob, client: Any, cache: ResponseCache | None, options: Mapping[str, Any]) -> pd.DataFrame:
-    return probe_event(job.session, job.event, client=client, cache=cache if cache is not None else False, **options)
-
-
-def estimate_probes(
-    jobs: Sequence[ProbeJob],
-    *,
-    kinds: Sequence[str] = PROBE_KINDS,
-    n_per_kind: int = 1,
-    model: str = DEFAULT_MODEL,
-    judge_model: str | None = None,
-    against: str = "reference",
-    cache: ResponseCache | bool | None = True,
-    pricing: Mapping[str, Price] | None = None,
-) -> dict[str, Any]:
-    """Upper-bound cost of probing ``jobs`` (see the module docstring): ``estimate_usd``, ``requests``
-    (misses that would be sent), ``cached`` (requests the cache already answers), ``jobs``."""
-    table = pricing or load_pricing()
-    store = resolve_cache(cache)
-    tally = {"usd": 0.0, "requests": 0}
-
-    def send(params: dict[str, Any]) -> Any:
-        tally["usd"] += _upper_bound(params, price_for(params.get("model"), table))
-        tally["requests"] += 1
-        return _Placeholder(params, kinds, n_per_kind)
-
-    client = _Client(send)
-    reader = _ReadOnlyCache(store)
-    options = _options(kinds, n_per_kind, model, judge_model, against, RetryPolicy(max_attempts=1))
-    for job in jobs:
-        _probe(job, client, reader, options)
-    return {"estimate_usd": tally["usd"], "requests": tally["requests"], "cached": reader.hits, "jobs": len(jobs)}
-
-
-def _options(
-    kinds: Sequence[str], n_per_kind: int, model: str, judge_model: str | None, against: str, retry: RetryPolicy | None
-) -> dict[str, Any]:
-    return {
-        "kinds": tuple(kinds),
-        "n_per_kind": n_per_kind,
-        "model": model,
-        "judge_model": judge_model,
-        "against": against,
-        "retry": retry,
-    }
 
 
 @dataclass
@@ -354,21 +167,6 @@ def run_probes(
     frames = [f for f in frames if len(f)]
     run.frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return run
-
-
-def _usage_usd(usage: Any, price: Price) -> float:
-    def get(name: str) -> int:
-        value = getattr(usage, name, None) if usage is not None else None
-        if value is None and isinstance(usage, Mapping):
-            value = usage.get(name)
-        return int(value or 0)
-
-    return (
-        get("input_tokens") * price.input
-        + get("cache_creation_input_tokens") * price.cache_write_5m
-        + get("cache_read_input_tokens") * price.cache_read
-        + get("output_tokens") * price.output
-    ) / 1e6
 
 
 def probe_summary(frame: pd.DataFrame) -> pd.DataFrame:
