@@ -23,7 +23,8 @@ from ..transcript.steps import api_calls
 from .invariants import adjust_for_thinking, adjust_to_api_invariants
 from .normalize import is_sent
 from .repair import repair
-from .study import _VARIANTS, cut_request
+from .study import cut_request
+from .study_tally import _VARIANTS
 from .validate import original_thinking_blocks, validate
 
 __all__ = ["reference_invariants_report", "reference_keep_window_cuts"]

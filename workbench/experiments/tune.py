@@ -42,7 +42,7 @@ axis: ``axes: {fidelity: expected_recovery_tokens}``, ``fidelity_goal: min``.
 Where things live: the spec, its loader and the constraints (parsed, and checked on the per-config
 table) in `workbench.experiments.tune_spec`; the result and its views (text, JSON, plot) in
 `workbench.experiments.tune_result`; here, the search (the front, the recommendation and its bootstrap
-intervals). Every name is importable from here as before.
+intervals). Every public name is still importable from here.
 """
 
 from __future__ import annotations

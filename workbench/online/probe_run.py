@@ -19,7 +19,7 @@ not probed (``not_probed``). Cache hits cost nothing and are always served.
 Where things live: the jobs (`ProbeJob`, `probe_jobs`, the recorded reference rows) in
 `workbench.online.probe_job`; pricing (the estimate, a request's upper bound, a response's usage) in
 `workbench.online.probe_cost`; here, the budgeted run and the report's probe pass (`probe_summary`,
-`probe_report`). Every name is importable from here as before.
+`probe_report`). Every public name is still importable from here.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ API errors the naive and the adjusted cut would produce (`workbench.api.validate
 
 Indices in a `KeepWindowState` are into ``session.conversation()``. The message list of step ``s`` is
 ``records[offset:end]``: from the last compact boundary before the call (kept, as in
-`workbench.api.study.keep_window_cuts`) up to the call's first record.
+`workbench.api.study_keep_window.keep_window_cuts`) up to the call's first record.
 """
 
 from __future__ import annotations
