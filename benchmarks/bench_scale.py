@@ -12,8 +12,13 @@ throughput (corpus MB / wall s):
   chars/4 of every line (what any loader must at least do), in a bare Python process;
 * ``ingest cold`` / ``ingest warm``: ``workbench ingest --json`` with an empty cache, then again (the
   parsed-session cache: only hashing);
+* ``start-up``: ``workbench replay -s none --json`` of one 46 KB session (``data/``): what any command costs
+  before it reads the corpus (interpreter, imports, the command line);
 * ``replay``: ``workbench replay -s claude-code --json`` (token counts warm from a first replay, so the
-  figure is the replay's own cost: cold counting is the token cache's business, bench_tokens.py);
+  figure is the replay's own cost: cold counting is the token cache's business, bench_tokens.py), and
+  where its time goes: ``load warm`` (a bare process reading every session from the parsed-session
+  cache, the Records a replay starts from) and ``replay none`` (the engine with a strategy that never
+  compacts: load plus the engine's own per-call work);
 * ``sweep``: ``workbench sweep`` of a small spec (``none`` and ``claude-code`` on every session) over the
   corpus, planned from the per-file summaries (no parse when warm), local executor.
 
@@ -69,6 +74,12 @@ import sys
 from workbench.experiments.run import plan_sweep
 plan = plan_sweep(sys.argv[1])
 print(len(plan.sessions), len(plan.cells), type(plan.sessions[0]).__name__)
+"""
+
+LOAD = r"""
+import sys
+from workbench.transcript.registry import load_groups
+print(sum(len(s.records) for group in load_groups(sys.argv[1:]) for s in group))
 """
 
 HOLD = r"""
@@ -135,13 +146,18 @@ def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, fl
 
     def row(name: str, argv: list[str], run_env: dict[str, str] = env) -> str:
         wall, rss, text = _run(argv, run_env)
-        rows[name] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss), "mb_per_s": round(size / wall, 1)}
+        speed = None if name == "start-up" else round(size / wall, 1)  # start-up reads no corpus
+        rows[name] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss), "mb_per_s": speed}
         return text
 
     row("floor", [python, "-c", FLOOR, str(corpus)])
+    one_session = str(ROOT / "data" / "short-question-21636369.jsonl")
+    row("start-up", [*workbench, "replay", "--json", "-s", "none", one_session])
     row("ingest cold", [*workbench, "ingest", "--json", str(corpus)])
     row("ingest warm", [*workbench, "ingest", "--json", str(corpus)])
     _run([*workbench, "replay", "--json", str(corpus), "-s", "claude-code"], env)  # token counts warm
+    row("load warm", [python, "-c", LOAD, str(corpus)])
+    row("replay none", [*workbench, "replay", "--json", str(corpus), "-s", "none"])
     row("replay", [*workbench, "replay", "--json", str(corpus), "-s", "claude-code"])
     if sweep:
         spec = work / "scale.yaml"
@@ -271,7 +287,8 @@ def _print_row(label: str, result: dict) -> None:
     for name, row in result.items():
         if isinstance(row, dict):
             timing = f"{row['wall_s']:>9.2f}{row['peak_rss_mb']:>13,.0f}"
-            print(f"  {name:<12}{timing}{row['mb_per_s']:>9.1f}{row['x_floor']:>9.2f}")
+            speed = "-" if row["mb_per_s"] is None else f"{row['mb_per_s']:.1f}"
+            print(f"  {name:<12}{timing}{speed:>9}{row['x_floor']:>9.2f}")
     sys.stdout.flush()
 
 

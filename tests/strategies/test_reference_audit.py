@@ -252,8 +252,56 @@ def test_the_breakers_turn_is_the_last_real_prompt() -> None:
         empty,
         say("more"),
     ]
-    assert claude_code._turn(view_of([user("first", uuid="p1"), *tail])) == "p1"
-    assert claude_code._turn(view_of([user("first", uuid="p1"), user("second", uuid="p2"), *tail])) == "p2"
-    assert claude_code._turn(view_of(tail)) is None
+
+    def turn(records: list[Record]) -> str | None:
+        return claude_code._turn(view_of(records), create("claude-code").new_state())
+
+    assert turn([user("first", uuid="p1"), *tail]) == "p1"
+    assert turn([user("first", uuid="p1"), user("second", uuid="p2"), *tail]) == "p2"
+    assert turn(tail) is None
     array = Record(kind="user", role="user", uuid="p3", blocks=(Block.text_block("array prompt"),), has_content=True)
-    assert claude_code._turn(view_of([*tail, array, result("t2", "x")])) == "p3"
+    assert turn([*tail, array, result("t2", "x")]) == "p3"
+
+
+def test_the_breakers_turn_walks_back_only_over_new_records_and_rescans_after_a_compaction() -> None:
+    """``_turn`` remembers where it found the prompt: asked again with records appended it answers as a
+    full scan would, a new prompt among them wins, and a context where that prompt moved (a compaction
+    dropped what was before it) or is gone is scanned again in full."""
+    state = create("claude-code").new_state()
+    p1, p2 = user("first", uuid="p1"), user("second", uuid="p2")
+    loop = [say("a"), result("t0", "x"), say("b")]
+    assert claude_code._turn(view_of([p1, *loop]), state) == "p1"
+    assert state.turn_at == (0, p1)
+    assert claude_code._turn(view_of([p1, *loop, *loop]), state) == "p1"
+    assert claude_code._turn(view_of([p1, *loop, p2, *loop]), state) == "p2"
+    assert state.turn_at == (4, p2)
+    assert claude_code._turn(view_of([p2, *loop]), state) == "p2"  # moved to 0: found again by a full scan
+    assert state.turn_at == (0, p2)
+    assert claude_code._turn(view_of(loop), state) is None  # gone
+    assert claude_code._turn(view_of([*loop, p1]), state) == "p1"
+    # a different prompt object at the remembered position is not taken for the remembered one
+    assert claude_code._turn(view_of([*loop, user("other", uuid="o")]), state) == "o"
+
+
+def test_the_remembered_turn_equals_a_full_scan_at_every_call_of_real_sessions(
+    corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At every call of a replay of real sessions, with compactions (a low trigger), the remembered
+    `_turn` answers what a scan of the whole context from a fresh state answers."""
+    from workbench.replay import replay_session
+    from workbench.transcript import load_paths
+
+    remembered = claude_code._turn
+    asked = []
+
+    def both(view, state):  # type: ignore[no-untyped-def]
+        answer = remembered(view, state)
+        assert answer == remembered(view, claude_code.ClaudeCodeState(process=state.process)), view.step
+        asked.append(answer)
+        return answer
+
+    monkeypatch.setattr(claude_code, "_turn", both)
+    strategy = create("claude-code", {"version": "2.1.88", "sm": {"trigger": {"pct_of_window": 8}}})
+    sessions = [s for s in load_paths([corpus / "claude-code"]) if len(s.records) > 200][:4]
+    compactions = sum(len(replay_session(s, strategy).events) for s in sessions)
+    assert compactions > 2 and len(asked) > 200 and len(set(asked)) > 4

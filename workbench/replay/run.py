@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from tqdm.auto import tqdm
-
 from ..strategies.base import Strategy
 from ..transcript.model import Session
 from .engine import ReplayResult, replay_session
@@ -21,6 +19,8 @@ def replay_sessions(
     sessions: Iterable[Session], strategy: Strategy, *, estimator: str = "claude-rough", progress: bool = False
 ) -> list[ReplayResult]:
     """One `ReplayResult` per session; each session gets fresh strategy state."""
+    from tqdm.auto import tqdm  # here, not at import: tqdm.auto brings asyncio, ~5% of a replay's start-up
+
     items = list(sessions)
     iterator = tqdm(items, desc=f"replay {strategy.name}", unit="session", disable=not progress)
     return [replay_session(session, strategy, estimator=estimator) for session in iterator]

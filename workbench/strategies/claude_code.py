@@ -32,6 +32,7 @@ from pydantic import Field, field_validator
 
 from ..memory.fork import ExtractionCall
 from ..tokens.estimators import get_estimator
+from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import full_compaction, validate_version, version_row
 from .microcompact import TimeBasedConfig, ToolResultBudgetConfig, apply_tool_result_budget, time_based_microcompact
@@ -54,6 +55,7 @@ class ClaudeCodeState:
     budget_checked: int = 0
     failures: int = 0
     turn: str | None = None
+    turn_at: tuple[int, Record | None] = (0, None)  # where `_turn` found the prompt: position, record
 
     @property
     def sm(self) -> SMState:
@@ -99,20 +101,34 @@ def _resized(view: ContextView, compaction: Compaction) -> ContextView:
     )
 
 
-def _turn(view: ContextView) -> str | None:
+def _starts_turn(record: Record) -> bool:
+    """A user prompt that starts a ``query()`` call: a user record with text that is not meta, not a compact
+    summary and holds no tool_result (the cheap tests first: most records are assistants or tool results)."""
+    return (
+        record.kind == "user"
+        and not record.is_meta
+        and not record.is_compact_summary
+        and not any(block.kind == "tool_result" for block in record.blocks)
+        and record.has_text_blocks
+    )
+
+
+def _turn(view: ContextView, state: ClaudeCodeState) -> str | None:
     """The uuid of the user prompt that started the current ``query()`` call (the breaker's scope): the last
-    user record with text that is not meta, not a compact summary and holds no tool_result. Asked before
-    every call, walking back over the tool loop since that prompt, so the cheap tests come first (most
-    records it passes are assistants or tool results)."""
-    for record in reversed(view.records):
-        if (
-            record.kind == "user"
-            and not record.is_meta
-            and not record.is_compact_summary
-            and not any(block.kind == "tool_result" for block in record.blocks)
-            and record.has_text_blocks
-        ):
-            return record.uuid
+    record of the context that `_starts_turn`. Asked before every call, so it walks back only over the
+    records after the prompt it found last time while that prompt is still at its position (records are
+    immutable, so it still qualifies, and nothing before it can be the last one); after a compaction moved
+    or removed it, over the whole context."""
+    records = view.records
+    position, found = state.turn_at
+    floor = position + 1 if found is not None and position < len(records) and records[position] is found else 0
+    for index in range(len(records) - 1, floor - 1, -1):
+        if _starts_turn(records[index]):
+            state.turn_at = (index, records[index])
+            return records[index].uuid
+    if floor:
+        return found.uuid  # type: ignore[union-attr]
+    state.turn_at = (0, None)
     return None
 
 
@@ -202,7 +218,7 @@ class ClaudeCode(Strategy):
         row = self.row(view)
         view, first = self._rewrite(view, state, row)
         trigger = self.trigger_for(view)
-        turn = _turn(view)
+        turn = _turn(view, state)
         if turn != state.turn:  # a new query() call: the breaker is re-armed (docs §4.4)
             state.turn, state.failures = turn, 0
         breaker = trigger.max_consecutive_failures
