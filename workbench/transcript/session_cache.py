@@ -1,5 +1,6 @@
 """The parsed-session cache: a file's loaded sessions, and what ``ingest`` and sweep planning need of them,
-kept on disk under ``WORKBENCH_CACHE_DIR/sessions`` and keyed by the file's content.
+kept on disk under ``WORKBENCH_CACHE_DIR/sessions/<loader version>`` and keyed by the file's content
+(other versions' folders are removed after a week unused: `cache_prune`).
 
 **Key.** A BLAKE2b hash of the file's bytes (read in 1 MiB chunks), the path as given (sessions carry
 it: ``Session.source``, skips, warnings, and sub-agent ids derived from folder and file names), the
@@ -214,12 +215,21 @@ _ROOTS: dict[tuple[str | None, ...], Path] = {}
 
 
 def _root() -> Path:
-    """``<cache root>/sessions``, resolved (and its folder created) once per environment."""
+    """``<cache root>/sessions/<loader version>``, resolved once per environment; the first time, the folder
+    is marked used and other versions' folders unused for a week are removed (`cache_prune`)."""
     env = tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))  # cache_root's inputs
     if env not in _ROOTS:
         from ..cache import cache_root
+        from .cache_prune import mark_used, prune
 
-        _ROOTS[env] = cache_root() / "sessions"
+        sessions = cache_root() / "sessions"
+        _ROOTS[env] = sessions / loader_version()
+        if cache_enabled():
+            try:
+                mark_used(_ROOTS[env])
+                prune(sessions, loader_version())
+            except OSError:
+                pass  # a folder that cannot be written: the first write says so (`_degrade`)
     return _ROOTS[env]
 
 
