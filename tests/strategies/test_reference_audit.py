@@ -283,6 +283,20 @@ def test_the_breakers_turn_walks_back_only_over_new_records_and_rescans_after_a_
     assert claude_code._turn(view_of([*loop, user("other", uuid="o")]), state) == "o"
 
 
+def test_the_breakers_turn_tests_each_record_of_the_tool_loop_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked before every call of a long tool loop, ``_turn`` tests only the records it has not passed
+    before (it was the whole loop on every call: quadratic in the loop's length)."""
+    tested: list[Record] = []
+    real = claude_code._starts_turn
+    monkeypatch.setattr(claude_code, "_starts_turn", lambda record: tested.append(record) or real(record))
+    state = create("claude-code").new_state()
+    records = [user("go", uuid="p1")]
+    for n in range(50):
+        records += [say(f"step {n}"), result(f"t{n}", "out")]
+        assert claude_code._turn(view_of(records), state) == "p1"
+    assert len(tested) == 1 + 100  # the prompt once, then each new record once
+
+
 def test_the_remembered_turn_equals_a_full_scan_at_every_call_of_real_sessions(
     corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:

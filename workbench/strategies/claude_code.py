@@ -26,7 +26,7 @@ place, and the auto-compact check then sees the reduced size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pydantic import Field, field_validator
 
@@ -56,6 +56,7 @@ class ClaudeCodeState:
     failures: int = 0
     turn: str | None = None
     turn_at: tuple[int, Record | None] = (0, None)  # where `_turn` found the prompt: position, record
+    not_turns: dict[int, Record] = field(default_factory=dict)  # records `_turn` passed, by id
 
     @property
     def sm(self) -> SMState:
@@ -115,17 +116,23 @@ def _starts_turn(record: Record) -> bool:
 
 def _turn(view: ContextView, state: ClaudeCodeState) -> str | None:
     """The uuid of the user prompt that started the current ``query()`` call (the breaker's scope): the last
-    record of the context that `_starts_turn`. Asked before every call, so it walks back only over the
-    records after the prompt it found last time while that prompt is still at its position (records are
-    immutable, so it still qualifies, and nothing before it can be the last one); after a compaction moved
-    or removed it, over the whole context."""
+    record of the context that `_starts_turn`. Asked before every call, so what it learnt is kept in the
+    state: where it found the prompt (while that record is still at that position nothing before it can be
+    the last one: records are immutable, so it still qualifies) and which records of the tool loop since
+    are known not to start a turn (by identity; the state holds them, so no id is reused). A context where
+    the prompt moved or was removed (a compaction) is scanned again in full."""
     records = view.records
     position, found = state.turn_at
     floor = position + 1 if found is not None and position < len(records) and records[position] is found else 0
+    passed = state.not_turns
     for index in range(len(records) - 1, floor - 1, -1):
-        if _starts_turn(records[index]):
-            state.turn_at = (index, records[index])
-            return records[index].uuid
+        record = records[index]
+        if id(record) in passed:
+            continue
+        if _starts_turn(record):
+            state.turn_at = (index, record)
+            return record.uuid
+        passed[id(record)] = record
     if floor:
         return found.uuid  # type: ignore[union-attr]
     state.turn_at = (0, None)
