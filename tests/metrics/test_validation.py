@@ -38,3 +38,18 @@ def test_on_the_recorded_compactions(corpus: Path):
     assert files.groupby(["session_id", "event"]).size().sum() == len(files) and files["reread"].sum() == 21
     predictors = file_predictors(files).set_index("predictor")
     assert predictors.loc["path_in_summary", "reread_if_true"] > predictors.loc["path_in_summary", "reread_if_false"]
+
+
+def test_a_compaction_with_no_file_read_before_it(tmp_path: Path):
+    """The file table of such a compaction is empty; it had no columns, so `compaction_table` raised
+    ``KeyError: 'session_id'`` (and ``workbench recovery --validate`` reported the session as failed)."""
+    from workbench.synthetic import generate_session
+
+    path = tmp_path / "s.jsonl"
+    lines = generate_session(1, target_tokens=30_000, compact_at=22_000, after_compact_calls=4, session_id="s")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sessions = list(load_paths([path]))
+    assert file_table(sessions).empty
+    table = compaction_table(sessions)
+    assert len(table) == 1 and table.loc[0, "read_files_before"] == 0
+    assert file_predictors(file_table(sessions)).empty

@@ -42,6 +42,7 @@ from .fidelity import reference_fidelity
 from .recovery import recovery
 
 __all__ = [
+    "FILE_COLUMNS",
     "SCORES",
     "compaction_table",
     "file_predictors",
@@ -149,8 +150,22 @@ def _path_fact(path: str) -> Fact:
     return Fact("path", _path_key(path), path, frozenset())
 
 
+#: The columns of `file_table` (also when it has no row: a compaction with no file read before it).
+FILE_COLUMNS = (
+    "session_id",
+    "event",
+    "line",
+    "path",
+    "reread",
+    "path_in_summary",
+    "mentioned",
+    "content_carried",
+    "reattach_candidate",
+)
+
+
 def file_table(sessions: Iterable[Session]) -> pd.DataFrame:
-    """One row per (recorded compaction, file Read in the segment before it)."""
+    """One row per (recorded compaction, file Read in the segment before it), columns `FILE_COLUMNS`."""
     rows = []
     config = FullCompactConfig()
     for session in sessions:
@@ -189,7 +204,7 @@ def file_table(sessions: Iterable[Session]) -> pd.DataFrame:
                         "reattach_candidate": path in attach,
                     }
                 )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(FILE_COLUMNS))
 
 
 def _attached_paths(records: Sequence[Any], config: FullCompactConfig) -> set[str]:
