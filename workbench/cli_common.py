@@ -88,11 +88,13 @@ class _Stream:
     def groups(self) -> Iterator[list[Session]]:
         for group in load_groups(self.paths, format=self.fmt, report=self.report):
             self.records += sum(len(s.records) for s in group)
-            yield list(group)
+            yield group
+            del group  # released before the next group is read (the consumer drops its own reference)
 
     def sessions(self) -> Iterator[Session]:
         for group in self.groups():
             yield from group
+            del group
 
     def fail_if_nothing(self) -> None:
         """After the stream: the load errors (one line each); exit 1 when no record could be read."""

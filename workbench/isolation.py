@@ -157,6 +157,8 @@ def _stream(
                 failures.append(SessionFailure.of(session_of(item), exc))
             else:
                 yield item, value
+                del value
+            del item  # released before the next item is read: one session group in memory, not two
             if bar is not None:
                 bar.update(1)
     finally:

@@ -16,7 +16,7 @@ from hostile import claude_lines, cli, write_claude
 
 from workbench.transcript import claude_code, session_cache
 from workbench.transcript.model import Block
-from workbench.transcript.registry import file_summaries, load_groups, load_paths
+from workbench.transcript.registry import file_summaries, load_groups, load_paths, ranked_groups
 from workbench.transcript.session_cache import SessionCacheWarning
 
 
@@ -190,6 +190,22 @@ def test_groups_hold_a_main_session_with_its_sub_agents(tmp_path: Path, cache: P
         ["other"],
     ]
     assert sorted(s for g in groups for s in g) == sorted(s.id for s in load_paths([folder]))
+
+
+def test_ranked_groups_give_back_the_load_paths_order(tmp_path: Path, cache: Path) -> None:
+    """The flat ``agent-old.jsonl`` sorts before ``main-1.jsonl``, so its group (with ``main-2``) comes
+    first; the ranks put the sessions back in `load_paths` order (what the report's tables need)."""
+    folder = tmp_path / "project"
+    write_claude(folder / "main-1.jsonl", "main-1")
+    write_claude(folder / "main-1" / "subagents" / "agent-x1.jsonl", "main-1")
+    write_claude(folder / "agent-old.jsonl", "main-2")
+    write_claude(folder / "main-2.jsonl", "main-2")
+    order = [s.id for s in load_paths([folder])]
+    groups = list(ranked_groups([folder]))
+    assert [[s.id for s in group] for group in load_groups([folder])] == [[s.id for _, s in g] for g in groups]
+    streamed = [s.id for group in groups for _, s in group]
+    assert streamed != order and sorted(streamed) == sorted(order)
+    assert [s.id for _, s in sorted((p for g in groups for p in g), key=lambda pair: pair[0])] == order
 
 
 def test_an_unchanged_file_is_not_even_hashed_again(

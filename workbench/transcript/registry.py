@@ -35,6 +35,7 @@ __all__ = [
     "load_groups",
     "load_paths",
     "loaders",
+    "ranked_groups",
     "register",
 ]
 
@@ -211,12 +212,35 @@ def load_groups(
     """The sessions of `load_paths`, one *session group* at a time: a main session with its sub-agents
     (`group_files`), so a command can hold one group in memory, not the corpus. Groups come in the
     order of their first file; the sessions of a group in file order."""
+    for group in ranked_groups(paths, format=format, report=report):
+        sessions = [session for _, session in group]
+        del group
+        yield sessions
+        del sessions  # released before the next group is read: one group in memory, not two
+
+
+def ranked_groups(
+    paths: Iterable[Path | str], *, format: str | None = None, report: LoadReport | None = None
+) -> Iterator[list[tuple[tuple[int, int], Session]]]:
+    """`load_groups` with each session's rank in `load_paths` order: ``((file position, index in its
+    file), session)``. Groups put a file's sub-agents next to it, which is not `load_paths` order; a
+    caller that streams groups and must give results in that order (the report's tables) sorts by rank.
+    A file listed twice (overlapping inputs) is loaded twice, both times with its first position."""
     report = report if report is not None else LoadReport()
     forced = _prepare(format)
-    for group in group_files(list(iter_files(list(paths), report))):
-        sessions = [s for path, named in group for s in _load_file(path, named, forced, report) or ()]
-        if sessions:
-            yield sessions
+    files = list(iter_files(list(paths), report))
+    first: dict[Path, int] = {}
+    for position, (path, _) in enumerate(files):
+        first.setdefault(path, position)
+    for group in group_files(files):
+        ranked = [
+            ((first[path], index), session)
+            for path, named in group
+            for index, session in enumerate(_load_file(path, named, forced, report) or ())
+        ]
+        if ranked:
+            yield ranked
+        del ranked  # released before the next group is read: one group in memory, not two
 
 
 def file_summaries(
