@@ -6,7 +6,9 @@ module computes the summary (`report`), `workbench.report_render` prints it (`re
 
 Fidelity and the recorded output tokens in the cost need the sessions:
 `report` takes them from ``sessions=`` or loads the manifest ``inputs`` (relative paths resolve
-against the run folder); without either, those columns are None and ``notes`` says so.
+against the run folder); without either, those columns are None and ``notes`` says so. The inputs are
+read one session group at a time and each session's columns computed before the next group is read
+(`workbench.report_sessions`): the report holds the steps and events tables, not the sessions.
 
 A run folder that cannot be read (a damaged parquet or manifest, a steps table without its columns) is
 left out and listed under ``failed_runs`` (``{"path", "reason"}``, also a note); the other runs are
@@ -22,54 +24,29 @@ cannot tell them apart: it is left out like a damaged one (named, with the reaso
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .metrics._common import KEYS, share
-from .metrics.bill import bill_sessions
-from .metrics.cost import calibrate_cost, cost_sessions, dollar_weighted_error, load_pricing
+from .metrics.calibration import dollar_weighted_error
+from .metrics.cost import load_pricing
 from .metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
-from .metrics.expected_recovery import expected_recovery, expected_recovery_sessions
+from .metrics.expected_recovery import expected_recovery_sessions
 from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
-from .metrics.fidelity import fidelity, fidelity_sessions, reference_fidelity
+from .metrics.fidelity import fidelity_sessions
 from .metrics.identity import SessionKeys
-from .metrics.recovery import recovery
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
 from .metrics.uncertainty import CI_METRICS, bootstrap_intervals, few_sessions_note, paired_differences
 from .metrics.validity import validity_sessions
 from .report_render import render_report
+from .report_sessions import SessionTables, held_sessions, input_groups
 from .run_folders import load_results, with_labels, write_manifest
 from .transcript.model import Session
 
 __all__ = ["load_results", "render_report", "report", "write_manifest"]
-
-
-def _load_sessions(runs: Sequence[Mapping[str, Any]], wanted: set[str]) -> list[Session]:
-    from .transcript import load_paths
-
-    paths = sorted({p for run in runs for p in run.get("inputs", [])})
-    if not paths:
-        return []
-    return [s for s in load_paths([Path(p) for p in paths]) if s.id in wanted]
-
-
-def _baseline(steps: pd.DataFrame, sessions: Mapping[str, Session]) -> pd.DataFrame | None:
-    """Uncompacted sizes per (session, step): a ``none`` run when present, else a ``none`` replay."""
-    none = steps[steps["strategy"] == "none"] if len(steps) else steps
-    have = set(none["session_id"]) if len(none) else set()
-    extra = [s for sid, s in sessions.items() if sid not in have]
-    frames = [none[["session_id", "step", "tokens_without_compaction"]]] if len(none) else []
-    if extra:
-        from .replay import replay_session
-        from .strategies import create
-
-        strategy = create("none")
-        rows = [row for s in extra for row in replay_session(s, strategy).steps]
-        frames.append(pd.DataFrame(rows)[["session_id", "step", "tokens_without_compaction"]])
-    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def _clean(value: Any) -> Any:
@@ -135,30 +112,33 @@ def report(
             "calibration": [],
             "notes": [*notes, "no steps.parquet found"],
         }
-    recorded_ids = set(steps["session_id"])
     keys = SessionKeys.of(steps, events)  # a session is (id, file): duplicated ids get per-file keys
     steps, events = keys.relabel(steps), keys.relabel(events)
     wanted = set(steps["session_id"])
-    given = sessions.values() if isinstance(sessions, Mapping) else sessions
-    loaded = list(given) if given is not None else _load_sessions(runs, recorded_ids)
-    by_id = {k: v for k, v in keys.sessions(loaded).items() if k in wanted}
-    missing = wanted - set(by_id)
+    if sessions is not None and not isinstance(sessions, Mapping):
+        sessions = list(sessions)  # the caller's own, held by them anyway; a generator is read once
+    pricing = load_pricing(pricing_path)
+    found = SessionTables(
+        steps, events, keys, pricing=pricing, estimator=estimator, summarizer_input=summarizer_input
+    ).add_groups(input_groups(runs, sessions))  # one session group in memory at a time
+    found_ids = found.available
+    missing = wanted - set(found_ids)
     if missing:
         notes.append(
             f"{len(missing)} of {len(wanted)} sessions not available (pass sessions= or a manifest.json "
             "with inputs): their fidelity is None and their cost omits output tokens"
         )
     notes.extend(keys.notes())
-    if "none" not in set(steps["strategy"]) and not by_id:
+    if "none" not in set(steps["strategy"]) and not found_ids:
         notes.append(
             "no `none` run and no sessions: tokens saved by `recorded` are measured against its own compacted context"
         )
 
-    uncompacted = _baseline(steps, by_id)
-    pricing = load_pricing(pricing_path)
+    uncompacted = found.uncompacted()
     saving = savings_sessions(steps, events, window=window, blocking_limit=blocking_limit, baseline=uncompacted)
     valid = validity_sessions(steps, events)
-    money = cost_sessions(steps, events, by_id, pricing=pricing, summarizer_input=summarizer_input)  # type: ignore[arg-type]
+    per_step = found.cost_steps()
+    money = found.money(per_step)
     stale = _without_extraction_columns(steps, events)
     if stale:
         notes.append(
@@ -183,7 +163,7 @@ def report(
         on=KEYS,
         how="left",
     )
-    bill = bill_sessions(by_id, pricing=pricing).rename(
+    bill = found.bill().rename(
         columns={
             "estimated_cost_usd": "recorded_cost_output_estimated_usd",
             "output_tokens_recorded": "recorded_output_tokens",
@@ -197,10 +177,9 @@ def report(
         "output_tokens_estimated",
     ]
     table = table.merge(bill[["session_id", *bill_columns]], on="session_id", how="left")
-    if by_id:
-        available = steps[steps["session_id"].isin(by_id)]
-        per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
-        fid = fidelity_sessions(per_event, available)
+    if found_ids:
+        available = steps[steps["session_id"].isin(found_ids)]
+        fid = fidelity_sessions(found.per_event_fidelity(), available)
         table = table.merge(
             fid[[*KEYS, *FIDELITY_COLUMNS]],
             on=KEYS,
@@ -209,7 +188,7 @@ def report(
     else:
         for column in FIDELITY_COLUMNS:
             table[column] = None
-    table, measured = _with_recovery(table, steps, events, by_id, pricing, estimator, notes)
+    table, measured = _with_recovery(table, steps, events, found, notes)
     table = with_labels(table, runs)
     strategies = _pooled(table.drop(columns=["label"]))
     strategies = strategies.merge(bootstrap_intervals(table, CI_METRICS), on=["strategy", "config_hash"], how="left")
@@ -222,12 +201,14 @@ def report(
     few = few_sessions_note(table)
     if few:
         notes.append(few)
-    reference = keys.restore(reference_fidelity(by_id.values())) if by_id else pd.DataFrame()
-    probed = _probes(probes, by_id, events, notes) if probes is not None else None
+    reference = keys.restore(found.reference_frame()) if found_ids else pd.DataFrame()
+    probed = None
+    if probes is not None:  # the probes need every session at once (`workbench.report_sessions`)
+        probed = _probes(probes, held_sessions(runs, sessions, keys, wanted), events, notes)
     table, measured = keys.restore(table), keys.restore(measured)
     calibration = pd.DataFrame()
-    if by_id and {"none", "recorded"} & set(steps["strategy"]):
-        calibration = keys.restore(calibrate_cost(steps, events, by_id, pricing=pricing))
+    if found_ids and {"none", "recorded"} & set(steps["strategy"]):
+        calibration = keys.restore(found.calibration_frame(per_step))
         if len(calibration):
             for name, group in calibration.groupby("strategy"):
                 pooled = dollar_weighted_error(group, resamples=500)
@@ -279,21 +260,15 @@ def _without_extraction_columns(steps: pd.DataFrame, events: pd.DataFrame) -> li
 
 
 def _with_recovery(
-    table: pd.DataFrame,
-    steps: pd.DataFrame,
-    events: pd.DataFrame,
-    by_id: Mapping[str, Session],
-    pricing: Any,
-    estimator: str,
-    notes: list[str],
+    table: pd.DataFrame, steps: pd.DataFrame, events: pd.DataFrame, found: SessionTables, notes: list[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The expected recovery and its price per session row, ``total_cost_usd``, and for ``recorded``
     rows the measured recovery after the recorded compactions; also the measured rows themselves."""
-    measured = recovery(by_id.values(), estimator=estimator) if by_id else pd.DataFrame()
-    if by_id:
-        available = steps[steps["session_id"].isin(by_id)]
-        per_event = expected_recovery(by_id, events, available, estimator=estimator, pricing=pricing)
-        rec = expected_recovery_sessions(per_event, available, by_id)
+    found_ids = found.available
+    measured = found.measured_recovery() if found_ids else pd.DataFrame()
+    if found_ids:
+        available = steps[steps["session_id"].isin(found_ids)]
+        rec = expected_recovery_sessions(found.per_event_recovery(), available, {}, tool_calls=found.tool_calls)
         table = table.merge(rec, on=KEYS, how="left")
         if len(events) and "added_text" not in events.columns and (events["kind"] == "full-compact").any():
             notes.append(

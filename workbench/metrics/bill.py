@@ -57,7 +57,9 @@ from ..transcript.model import Record, Session
 from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, tokens_dollars
 
 __all__ = [
+    "BILL_COLUMNS",
     "BilledResponse",
+    "bill_row",
     "bill_sessions",
     "billed_responses",
     "content_tokens",
@@ -293,25 +295,25 @@ def bill_sessions(
     del default_model  # ccusage prices an unnamed or unknown model at 0; kept for a uniform signature
     table = pricing or load_pricing()
     items = sessions.values() if isinstance(sessions, Mapping) else sessions
-    rows = []
-    for session in items:
-        if "usage" not in session.capabilities:
-            rows.append({"session_id": session.id, "recorded_cost_usd": float("nan"), "responses": 0})
-            continue
-        bill = recorded_bill(session, table)
-        rows.append(
-            {
-                "session_id": session.id,
-                "responses": len(bill),
-                "recorded_cost_usd": sum(b.cost_usd for b in bill),
-                "estimated_cost_usd": sum(b.estimated_cost_usd for b in bill),
-                "input_tokens": sum(b.input_tokens for b in bill),
-                "cache_write_5m": sum(b.cache_write_5m for b in bill),
-                "cache_write_1h": sum(b.cache_write_1h for b in bill),
-                "cache_read": sum(b.cache_read for b in bill),
-                "output_tokens_recorded": sum(b.output_tokens for b in bill),
-                "output_tokens_estimate": sum(b.output_tokens_estimate for b in bill),
-                "output_tokens_estimated": sum(b.output_tokens_estimated for b in bill),
-            }
-        )
+    rows = [bill_row(session, table) for session in items]
     return pd.DataFrame(rows, columns=BILL_COLUMNS)
+
+
+def bill_row(session: Session, pricing: Mapping[str, Price]) -> dict[str, Any]:
+    """`bill_sessions`' row of one session (a caller streaming sessions builds the frame from these)."""
+    if "usage" not in session.capabilities:
+        return {"session_id": session.id, "recorded_cost_usd": float("nan"), "responses": 0}
+    bill = recorded_bill(session, pricing)
+    return {
+        "session_id": session.id,
+        "responses": len(bill),
+        "recorded_cost_usd": sum(b.cost_usd for b in bill),
+        "estimated_cost_usd": sum(b.estimated_cost_usd for b in bill),
+        "input_tokens": sum(b.input_tokens for b in bill),
+        "cache_write_5m": sum(b.cache_write_5m for b in bill),
+        "cache_write_1h": sum(b.cache_write_1h for b in bill),
+        "cache_read": sum(b.cache_read for b in bill),
+        "output_tokens_recorded": sum(b.output_tokens for b in bill),
+        "output_tokens_estimate": sum(b.output_tokens_estimate for b in bill),
+        "output_tokens_estimated": sum(b.output_tokens_estimated for b in bill),
+    }

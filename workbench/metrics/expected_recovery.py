@@ -412,18 +412,26 @@ def expected_recovery(
 
 
 def expected_recovery_sessions(
-    per_event: pd.DataFrame, steps: pd.DataFrame, sessions: Iterable[Session] | Mapping[str, Session]
+    per_event: pd.DataFrame,
+    steps: pd.DataFrame,
+    sessions: Iterable[Session] | Mapping[str, Session],
+    *,
+    tool_calls: Mapping[str, bool] | None = None,
 ) -> pd.DataFrame:
     """Per session × strategy × config_hash: the events' estimates summed; 0 for cells without events
-    (nothing dropped), null where the session records no tool calls or is not available."""
-    by_id = session_map(sessions)
+    (nothing dropped), null where the session records no tool calls or is not available.
+
+    ``tool_calls`` (``{session id: has_tool_calls(session)}``) stands in for ``sessions`` for a caller
+    that streamed the sessions and no longer holds them (`workbench.report_sessions`)."""
+    if tool_calls is None:
+        tool_calls = {sid: has_tool_calls(s) for sid, s in session_map(sessions).items()}
     cells = ensure_keys(steps)[KEYS].drop_duplicates().reset_index(drop=True)
     if per_event is not None and len(per_event):
         summed = per_event.groupby(KEYS, sort=True)[list(SESSION_COLUMNS)].sum(min_count=1).reset_index()
         out = cells.merge(summed, on=KEYS, how="left")
     else:
         out = cells.reindex(columns=[*KEYS, *SESSION_COLUMNS])
-    has_calls = out["session_id"].map(lambda sid: sid in by_id and has_tool_calls(by_id[sid]))
+    has_calls = out["session_id"].map(lambda sid: tool_calls.get(sid, False))
     had_events = (
         out[KEYS]
         .apply(tuple, axis=1)

@@ -106,6 +106,7 @@ __all__ = [
     "fidelity_events",
     "fidelity_sessions",
     "reference_fidelity",
+    "reference_rows",
     "score_compaction",
     "section_coverage",
 ]
@@ -328,6 +329,12 @@ def reference_fidelity(sessions: Iterable[Session]) -> pd.DataFrame:
     ``acompact-transcript`` (the raw ``<analysis>``+``<summary>`` output of the ``agent-acompact-*``
     transcript whose parent is the session; matched to the session's compactions in order).
     """
+    return pd.DataFrame(reference_rows(sessions))
+
+
+def reference_rows(sessions: Iterable[Session]) -> list[dict[str, Any]]:
+    """`reference_fidelity`'s rows: those of each main session follow each other, in ``sessions`` order.
+    A session's ``agent-acompact-*`` transcripts must be among ``sessions`` (its session group will do)."""
     items = list(sessions)
     acompact: dict[str, list[Session]] = {}
     for s in items:
@@ -374,4 +381,4 @@ def reference_fidelity(sessions: Iterable[Session]) -> pd.DataFrame:
                     }
                 )
             previous = cut
-    return pd.DataFrame(rows)
+    return rows
