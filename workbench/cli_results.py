@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +18,7 @@ from .cli_common import (
     _rows,
     _Stream,
 )
-from .isolation import SessionFailure, each_session, over_sessions, stream_groups, stream_sessions
+from .isolation import SessionFailure, stream_groups, stream_sessions
 from .transcript import Session
 
 __all__ = ["register"]
@@ -176,16 +175,18 @@ def recovery(
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated questions)."""
+    """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated questions),
+    one session group at a time (`workbench.recovery_groups`)."""
+    from .recovery_groups import RecoveryTally, score_group
     from .tokens.estimators import estimator_names
 
     if estimator not in estimator_names():
         typer.echo(f"error: unknown estimator {estimator!r} (known: {', '.join(estimator_names())})", err=True)
         raise typer.Exit(2)
     stream = _Stream(paths, fmt)
-    tally = _RecoveryTally()
+    tally = RecoveryTally()
     for group, part in stream_groups(
-        lambda g: _score_recovery_group(g, estimator, validate_scores),
+        lambda g: score_group(g, estimator, validate_scores),
         stream.groups(),
         tally.failed,
         progress=None if as_json else "recovery",
@@ -230,92 +231,6 @@ def recovery(
         succeeded = tally.validated
     _emit(data, as_json, human)
     _finish(failures, succeeded)
-
-
-@dataclass
-class _GroupRecovery:
-    """What `workbench recovery` keeps of one session group once it is scored (no session in it)."""
-
-    rows: list[dict[str, Any]]
-    measured: int
-    failed: list[SessionFailure]
-    validated: int = 0
-    table: Any = None
-    files: Any = None
-    table_failed: list[SessionFailure] = field(default_factory=list)
-    files_failed: list[SessionFailure] = field(default_factory=list)
-
-
-def _score_recovery_group(group: list[Session], estimator: str, validate: bool) -> _GroupRecovery:
-    """One session group's recovery rows and, with ``validate``, its compaction-table and file-table rows.
-
-    Per group, not per session: `compaction_table` scores each recorded compaction's summary with the
-    output of the matching ``agent-acompact-*`` transcript, a sub-agent of the same group
-    (`reference_fidelity`). Failures stay per session, as over the whole input: a session that fails is
-    left out of the tables that follow, the group's other sessions are scored.
-    """
-    from .metrics.recovery import recovery_rows
-
-    failed: list[SessionFailure] = []
-    done = each_session(lambda s: recovery_rows(s, estimator=estimator), group, failed)
-    part = _GroupRecovery([row for _, rows in done for row in rows], len(done), failed)
-    if validate:
-        from .metrics.validation import compaction_table, file_table
-
-        kept = [session for session, _ in done]
-        kept, part.table = over_sessions(
-            lambda items: compaction_table(items, estimator=estimator), kept, part.table_failed
-        )
-        kept, part.files = over_sessions(file_table, kept, part.files_failed)
-        part.validated = len(kept)
-    return part
-
-
-@dataclass
-class _RecoveryTally:
-    """The scored groups' rows and failures; the frames are built from them at the end."""
-
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    measured: int = 0
-    validated: int = 0
-    failed: list[SessionFailure] = field(default_factory=list)
-    table_failed: list[SessionFailure] = field(default_factory=list)
-    files_failed: list[SessionFailure] = field(default_factory=list)
-    tables: list[Any] = field(default_factory=list)
-    file_tables: list[Any] = field(default_factory=list)
-
-    def add(self, part: _GroupRecovery) -> None:
-        self.rows.extend(part.rows)
-        self.measured += part.measured
-        self.validated += part.validated
-        self.failed.extend(part.failed)
-        self.table_failed.extend(part.table_failed)
-        self.files_failed.extend(part.files_failed)
-        if part.table is not None and len(part.table):
-            self.tables.append(part.table)
-        if part.files is not None and len(part.files):
-            self.file_tables.append(part.files)
-
-    def frame(self) -> Any:
-        from .metrics.recovery import recovery_frame
-
-        return recovery_frame(self.rows)
-
-    def table(self, estimator: str) -> Any:
-        """The groups' compaction tables as one, in (file, line) order as `compaction_table` gives it."""
-        import pandas as pd
-
-        from .metrics.validation import compaction_table
-
-        if not self.tables:
-            return compaction_table([], estimator=estimator)
-        table = pd.concat(self.tables, ignore_index=True)
-        return table.sort_values(["file", "line"], kind="stable").reset_index(drop=True)
-
-    def files(self) -> Any:
-        import pandas as pd
-
-        return pd.concat(self.file_tables, ignore_index=True) if self.file_tables else pd.DataFrame()
 
 
 def report_command(
