@@ -225,4 +225,3 @@ def test_thinking_cut_is_the_latest_cut_that_passes_the_rule(
         loop_open = not _continues_loop(unit)
     cut = data.draw(st.integers(0, len(records)), label="cut")
     assert adjust_for_thinking(records, cut) == _latest_passing_cut(records, cut)
-

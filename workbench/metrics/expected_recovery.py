@@ -14,14 +14,13 @@ cleared, truncated — counts as dropped) is *lost at e* unless its content is *
 
 * *kept verbatim*: a result record of the key that no event dropped;
 * *re-attached or quoted*: the compaction's new text (its ``summary`` and ``added_text``: re-attached
-  file contents of a full compaction, docs §5.4, and rewritten results) contains at least half of the
-  result's content lines (lines of ≥ 20 characters after stripping the ``cat -n`` line-number gutter,
-  compared whitespace-collapsed); a result without such lines is carried only if it appears whole.
+  file contents of a full compaction, docs §5.4, and rewritten results) holds the result's content
+  (`workbench.metrics.carried.content_carried`: at least half of its content lines).
 
 A *mention* is not content: a summary naming ``lib/app/parser.py`` tells the agent the file exists, not
 what it says, so the later Read still has to happen. Mentions are counted beside the estimate
-(``expected_recovery_mentioned_calls``: recovery calls whose path or command the summary names — path
-matched as written, relative, or by basename) so the rule can be checked against behaviour (README,
+(``expected_recovery_mentioned_calls``: recovery calls whose path or command the summary names,
+`workbench.metrics.carried.mentions`) so the rule can be checked against behaviour (README,
 "Which fidelity score to trust").
 
 A later acquisition of a key lost at *e* is a **recovery call of e** (its result's tokens, per the run's
@@ -56,10 +55,8 @@ estimates, never 0.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -70,6 +67,7 @@ from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from ._common import KEYS, as_list, ensure_keys, session_map
 from .acquisitions import Acquisition, acquisitions, result_record
+from .carried import content_carried, mentions
 from .pricing import DEFAULT_MODEL, Price, load_pricing, price_or_none
 
 __all__ = [
@@ -83,11 +81,6 @@ __all__ = [
     "has_tool_calls",
     "mentions",
 ]
-
-MIN_LINE = 20
-CARRIED_SHARE = 0.5
-_GUTTER = re.compile(r"^\s*\d+[→\t|:]\s?")
-_SPACE = re.compile(r"\s+")
 
 #: Per-event columns (besides the keys).
 EVENT_COLUMNS = (
@@ -110,44 +103,6 @@ SESSION_COLUMNS = (
     "expected_recovery_mentioned_calls",
     "recovery_cost_usd",
 )
-
-
-def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
-
-
-def _content_lines(text: str) -> list[str]:
-    lines = (_norm(_GUTTER.sub("", line)) for line in text.splitlines())
-    return [line for line in lines if len(line) >= MIN_LINE]
-
-
-def content_carried(content: str, carrier: str) -> bool:
-    """True when ``carrier`` holds ``content`` (at least half of its content lines, or all of a short one)."""
-    if not content.strip() or not carrier:
-        return False
-    flat = _norm("\n".join(_GUTTER.sub("", line) for line in carrier.splitlines()))
-    lines = _content_lines(content)
-    if not lines:
-        short = _norm(content)
-        return len(short) >= 8 and short in flat
-    found = sum(line in flat for line in lines)
-    return found >= CARRIED_SHARE * len(lines)
-
-
-def mentions(key: str, kind: str, text: str) -> bool:
-    """Whether ``text`` names ``key``: a path as written, by any trailing part (relative) or by basename;
-    a command as its first line."""
-    if not text:
-        return False
-    if kind == "command":
-        first = key.strip().splitlines()[0] if key.strip() else ""
-        return bool(first) and _norm(first) in _norm(text)
-    parts = [p for p in PurePosixPath(key).parts if p not in ("/", ".", "..")]
-    if not parts:
-        return False
-    if "." in parts[-1] and re.search(rf"(?<![\w.-]){re.escape(parts[-1])}(?![\w-])", text):
-        return True
-    return any("/".join(parts[-k:]) in text for k in range(2, len(parts) + 1))
 
 
 @dataclass

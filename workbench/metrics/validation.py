@@ -36,7 +36,8 @@ import pandas as pd
 from ..strategies.full_compact import FullCompactConfig, post_compact_file_attachments
 from ..transcript.model import Session
 from .acquisitions import acquisitions
-from .expected_recovery import content_carried, expected_recovery_events, mentions
+from .carried import content_carried, mentions
+from .expected_recovery import expected_recovery_events
 from .facts import Fact, FactIndex, _path_key
 from .fidelity import reference_fidelity
 from .recovery import recovery

@@ -1,0 +1,64 @@
+"""When a compaction's text carries a tool result's content, and when it only mentions the file or command:
+the two text rules of the counterfactual recovery (`workbench.metrics.expected_recovery`) and of the
+fidelity validation (`workbench.metrics.validation`), kept apart from the walk that applies them.
+
+* **Carried** (`content_carried`): the carrier (a summary, re-attached file contents, a rewritten result)
+  contains at least half of the result's content lines: lines of at least 20 characters after stripping
+  the ``cat -n`` line-number gutter, compared whitespace-collapsed; a result without such lines is
+  carried only if it appears whole (and is at least 8 characters).
+* **Mentioned** (`mentions`): a summary naming ``lib/app/parser.py`` tells the agent the file exists, not
+  what it says. A path is mentioned as written, by any trailing part (relative) or by its basename; a
+  command by its first line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+__all__ = ["CARRIED_SHARE", "MIN_LINE", "content_carried", "mentions"]
+
+#: Shortest content line that counts (shorter lines are braces, blank-ish, too common to prove anything).
+MIN_LINE = 20
+#: Share of a result's content lines a carrier must hold.
+CARRIED_SHARE = 0.5
+_GUTTER = re.compile(r"^\s*\d+[→\t|:]\s?")
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _content_lines(text: str) -> list[str]:
+    lines = (_norm(_GUTTER.sub("", line)) for line in text.splitlines())
+    return [line for line in lines if len(line) >= MIN_LINE]
+
+
+def content_carried(content: str, carrier: str) -> bool:
+    """True when ``carrier`` holds ``content`` (at least half of its content lines, or all of a short one)."""
+    if not content.strip() or not carrier:
+        return False
+    flat = _norm("\n".join(_GUTTER.sub("", line) for line in carrier.splitlines()))
+    lines = _content_lines(content)
+    if not lines:
+        short = _norm(content)
+        return len(short) >= 8 and short in flat
+    found = sum(line in flat for line in lines)
+    return found >= CARRIED_SHARE * len(lines)
+
+
+def mentions(key: str, kind: str, text: str) -> bool:
+    """Whether ``text`` names ``key``: a path as written, by any trailing part (relative) or by basename;
+    a command as its first line."""
+    if not text:
+        return False
+    if kind == "command":
+        first = key.strip().splitlines()[0] if key.strip() else ""
+        return bool(first) and _norm(first) in _norm(text)
+    parts = [p for p in PurePosixPath(key).parts if p not in ("/", ".", "..")]
+    if not parts:
+        return False
+    if "." in parts[-1] and re.search(rf"(?<![\w.-]){re.escape(parts[-1])}(?![\w-])", text):
+        return True
+    return any("/".join(parts[-k:]) in text for k in range(2, len(parts) + 1))
