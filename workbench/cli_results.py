@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -22,6 +23,8 @@ from .isolation import SessionFailure, stream_groups, stream_sessions
 from .transcript import Session
 
 __all__ = ["register"]
+
+T = TypeVar("T")
 
 
 def list_strategies(as_json: JsonOpt = False) -> None:
@@ -100,18 +103,19 @@ def replay(
         if process:  # one group at a time, each as one process (a group without a main session: alone)
             results = (
                 result
-                for _, group_results in stream_groups(
-                    lambda g: _replay_group_as_process(g, instance, estimator, replay_process, replay_session),
-                    stream.groups(),
-                    failures,
-                    progress=None if as_json else f"replay {instance.name} (processes)",
+                for group_results in _values(
+                    stream_groups(
+                        lambda g: _replay_group_as_process(g, instance, estimator, replay_process, replay_session),
+                        stream.groups(),
+                        failures,
+                        progress=None if as_json else f"replay {instance.name} (processes)",
+                    )
                 )
                 for result in group_results
             )
         else:
-            results = (
-                result
-                for _, result in stream_sessions(  # one session group in memory at a time; rows to parquet parts
+            results = _values(
+                stream_sessions(  # one session group in memory at a time; rows to parquet parts
                     lambda s: replay_session(s, instance, estimator=estimator),
                     stream.sessions(),
                     failures,
@@ -154,6 +158,15 @@ def replay(
     ]
     _emit(data, as_json, "\n".join(lines))
     _finish(failures, len(rows))
+
+
+def _values(pairs: Iterator[tuple[Any, T]]) -> Iterator[T]:
+    """The values of ``(session or group, value)`` pairs, each session let go of before the next is read
+    (a generator expression over the pairs kept the last one alive while the next group loaded)."""
+    for pair in pairs:
+        value = pair[1]
+        del pair
+        yield value
 
 
 def _replay_group_as_process(

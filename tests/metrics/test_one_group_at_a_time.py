@@ -159,3 +159,15 @@ def test_copies_are_validated_and_referenced_each_on_their_own(corpus4: Path, tm
         ("a", "a"),
         ("b", "b"),
     ]
+
+
+@pytest.mark.parametrize("process", [False, True], ids=["sessions", "processes"])
+def test_replay_holds_one_group_at_a_time(corpus4: Path, monkeypatch: pytest.MonkeyPatch, process: bool) -> None:
+    """``workbench replay`` (one session at a time, and ``--process``: one group at a time) lets go of a
+    group's sessions before the next group is read."""
+    live = LiveSessions(monkeypatch, corpus4)
+    argv = ["replay", str(corpus4), "-s", "claude-code", "--json", *(["--process"] if process else [])]
+    out = CliRunner().invoke(app, argv)
+    assert out.exit_code == 0, out.output
+    assert len(json.loads(out.stdout)["sessions"]) == 6
+    live.check(groups=4)
