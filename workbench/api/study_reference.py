@@ -10,7 +10,6 @@ return exactly what `reference_invariants_report` returns.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from .invariants import adjust_for_thinking, adjust_to_api_invariants
 from .normalize import is_sent
 from .repair import repair
 from .study import cut_request
-from .study_tally import _VARIANTS
+from .study_tally import _Tally as _CountingTally
 from .validate import original_thinking_blocks, validate
 
 __all__ = ["reference_invariants_report", "reference_keep_window_cuts"]
@@ -38,18 +37,10 @@ def _has_thinking(records: Sequence[Record], indices: Iterable[int]) -> bool:
     return any(b.kind == "thinking" for i in indices for b in records[i].blocks)
 
 
-class _Tally:
-    def __init__(self) -> None:
-        self.cuts = 0
-        self.violating: Counter[str] = Counter()
-        self.by_rule: dict[str, Counter[str]] = {v: Counter() for v in _VARIANTS}
-        self.repairs = 0
-        self.fallbacks = 0
-        self.moved = 0
-        self.extra_records = 0
-        self.extra_tokens = 0
+class _Tally(_CountingTally):
+    """The counts and the report of `study_tally._Tally`; each cut evaluated here by the old algorithm."""
 
-    def add(
+    def add(  # type: ignore[override]  # the old per-cut evaluation; only the counting is shared
         self,
         records: Sequence[Record],
         naive: int,
@@ -84,27 +75,6 @@ class _Tally:
                 self.violating[variant] += 1
             for rule in sorted({v.rule for v in violations}):
                 self.by_rule[variant][rule] += 1
-
-    def report(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for variant in _VARIANTS:
-            violating = self.violating[variant]
-            out[variant] = {
-                "cuts": self.cuts,
-                "violating": violating,
-                "rate": violating / self.cuts if self.cuts else 0.0,
-                "by_rule": {
-                    rule: {"cuts": n, "rate": n / self.cuts} for rule, n in sorted(self.by_rule[variant].items())
-                },
-            }
-        out["repaired"]["repairs"] = self.repairs
-        extra = out["adjusted_thinking"]
-        extra["moved_cuts"] = self.moved
-        extra["extra_records_mean"] = self.extra_records / self.cuts if self.cuts else 0.0
-        extra["extra_tokens_mean"] = self.extra_tokens / self.cuts if self.cuts else 0.0
-        extra["extra_records_mean_moved"] = self.extra_records / self.moved if self.moved else 0.0
-        extra["extra_tokens_mean_moved"] = self.extra_tokens / self.moved if self.moved else 0.0
-        return out
 
 
 def _all_index_cuts(session: Session, tally: _Tally) -> None:
