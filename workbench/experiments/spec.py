@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 __all__ = [
     "MAX_GRID_POINTS",
     "METRIC_FAMILIES",
+    "CorpusSpec",
     "ExperimentSpec",
     "GridPoint",
     "ResolvedSpec",
@@ -82,7 +83,10 @@ class StrategySpec(BaseModel):
     skip_invalid: bool = False
 
 
-class ExperimentSpec(BaseModel):
+class CorpusSpec(BaseModel):
+    """What a sweep and a tuning run (`workbench.experiments.tune_spec.TuneSpec`) both read: the run's
+    name, its corpus (paths, fallbacks, format), the estimator, the sampling seed and session cap."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
@@ -91,9 +95,12 @@ class ExperimentSpec(BaseModel):
     corpus_fallback: list[str] = Field(default_factory=list)
     format: str | None = None
     estimator: str = "claude-rough"
-    metrics: list[MetricName] = Field(default_factory=lambda: list(METRIC_FAMILIES))
     seed: int = 0
     max_sessions: int | None = Field(None, gt=0)
+
+
+class ExperimentSpec(CorpusSpec):
+    metrics: list[MetricName] = Field(default_factory=lambda: list(METRIC_FAMILIES))
     max_grid_points: int = Field(MAX_GRID_POINTS, gt=0)
     strategies: list[StrategySpec] = Field(min_length=1)
 

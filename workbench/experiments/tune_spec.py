@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .spec import SpecError
+from .spec import CorpusSpec, SpecError
 
 __all__ = ["DEFAULT_CONSTRAINTS", "Axes", "TuneSpec", "load_tune_spec", "parse_bound"]
 
@@ -45,19 +45,9 @@ class Axes(BaseModel):
     cost: str = "cost_usd"
 
 
-class TuneSpec(BaseModel):
+class TuneSpec(CorpusSpec):
     """A tuning run (see the module docstring); unknown keys raise."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    description: str = ""
-    corpus: list[str] = Field(min_length=1)
-    corpus_fallback: list[str] = Field(default_factory=list)
-    format: str | None = None
-    estimator: str = "claude-rough"
-    seed: int = 0
-    max_sessions: int | None = Field(None, gt=0)
     strategy: str
     config: dict[str, Any] = Field(default_factory=dict)
     space: dict[str, list[Any]] = Field(min_length=1)
