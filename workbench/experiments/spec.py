@@ -58,6 +58,7 @@ __all__ = [
     "expand_env",
     "load_spec",
     "nest",
+    "read_yaml",
     "resolve_spec",
 ]
 
@@ -303,13 +304,18 @@ def load_spec(path: str | Path, *, max_grid_points: int | None = None) -> Resolv
     """Read, validate and expand a spec file (see the module docstring); ``max_grid_points`` overrides
     the spec's limit on grid points."""
     path = Path(path)
+    return resolve_spec(read_yaml(path), path, max_grid_points=max_grid_points)
+
+
+def read_yaml(path: Path) -> Any:
+    """A spec file's YAML (a sweep's or a tuning run's); a file that cannot be read or parsed is a
+    `SpecError` naming it."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    return resolve_spec(data, path, max_grid_points=max_grid_points)
 
 
 def resolve_spec(data: Any, path: str | Path, *, max_grid_points: int | None = None) -> ResolvedSpec:

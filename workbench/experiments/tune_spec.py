@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .spec import CorpusSpec, SpecError
+from .spec import CorpusSpec, SpecError, read_yaml
 
 __all__ = ["DEFAULT_CONSTRAINTS", "Axes", "TuneSpec", "load_tune_spec", "parse_bound"]
 
@@ -89,12 +88,7 @@ def parse_bound(column: str, bound: str | float | int) -> tuple[str, float]:
 def load_tune_spec(path: str | Path) -> TuneSpec:
     """Read and validate a tune spec; errors name the file and the key."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    data = read_yaml(path)
     if not isinstance(data, Mapping):
         raise SpecError(f"{path}: (top level): expected a mapping, got {type(data).__name__}")
     try:
