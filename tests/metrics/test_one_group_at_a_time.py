@@ -171,3 +171,26 @@ def test_replay_holds_one_group_at_a_time(corpus4: Path, monkeypatch: pytest.Mon
     assert out.exit_code == 0, out.output
     assert len(json.loads(out.stdout)["sessions"]) == 6
     live.check(groups=4)
+
+
+def test_a_flat_sub_agent_joins_its_main_session_whose_file_was_renamed(
+    corpus4: Path, tmp_path: Path, runs4: Path
+) -> None:
+    """A flat ``agent-*.jsonl`` belongs to the main file whose first ``sessionId`` is its own, also when
+    that file is not named ``<sessionId>.jsonl``: the compaction agent still pairs with its compaction."""
+    root = tmp_path / "project"
+    shutil.copytree(corpus4, root)
+    (root / f"{ZETA}.jsonl").rename(root / "renamed-main.jsonl")
+    groups = registry.group_files(list(registry.iter_files([root], LoadReport())))
+    names = [sorted(p.name for p, _ in group) for group in groups]
+    assert ["agent-acompact-a1b2c3.jsonl", "renamed-main.jsonl"] in names
+    assert len(groups) == 4
+    out = CliRunner().invoke(app, ["recovery", str(root), "--validate", "--json"])
+    assert out.exit_code == 0, out.output
+    validated = json.loads(out.stdout)["validation"]["compactions"]
+    zeta = [row for row in validated if Path(row["file"]).name == "renamed-main.jsonl"]
+    original = json.loads(CliRunner().invoke(app, ["recovery", str(corpus4), "--validate", "--json"]).stdout)
+    before = [r for r in original["validation"]["compactions"] if Path(r["file"]).stem == ZETA]
+    assert zeta and [{k: v for k, v in r.items() if k != "file"} for r in zeta] == [
+        {k: v for k, v in r.items() if k != "file"} for r in before
+    ]

@@ -316,21 +316,39 @@ _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
 def group_files(files: Sequence[tuple[Path, bool]]) -> list[list[tuple[Path, bool]]]:
     """``files`` in session groups: a Claude Code main session ``<dir>/<id>.jsonl`` with its sub-agent
     transcripts ``<dir>/<id>/subagents/*.jsonl`` (docs §7.1) and, in the older flat layout, the
-    ``<dir>/agent-*.jsonl`` files whose first ``sessionId`` is ``<id>``; any other file is a group of
+    ``<dir>/agent-*.jsonl`` files whose first ``sessionId`` is ``<id>`` (or, when no file is named
+    ``<id>.jsonl``, is the first ``sessionId`` of a main file of that folder); any other file is a group of
     its own. Groups come in the order of their first file, files keep their order within a group."""
-    groups: dict[Any, list[tuple[Path, bool]]] = {}
-    for item in files:
-        path = item[0]
+    keys: list[Any] = []
+    for path, _ in files:
         key: Any = path
         if path.parent.name == "subagents":
             key = path.parent.parent.parent / path.parent.parent.name
-        elif path.name.startswith("agent-") and path.suffix == ".jsonl":
+        elif _is_flat_agent(path):
             sid = _first_session_id(path)
             key = path.parent / sid if sid else path
         elif path.suffix == ".jsonl":
             key = path.parent / path.stem
+        keys.append(key)
+    mains = {key for (path, _), key in zip(files, keys, strict=True) if not _is_flat_agent(path)}
+    if orphans := {key for (path, _), key in zip(files, keys, strict=True) if _is_flat_agent(path)} - mains:
+        # a flat sub-agent whose main session's file is not named by its id (renamed, copied): the main
+        # file of that folder whose first sessionId is the sub-agent's joins it (the first such file)
+        named: dict[Any, Any] = {}
+        for (path, _), key in zip(files, keys, strict=True):
+            if path.suffix == ".jsonl" and not _is_flat_agent(path) and path.parent.name != "subagents":
+                sid = _first_session_id(path) if any(o.parent == path.parent for o in orphans) else None
+                if sid and path.parent / sid in orphans:
+                    named.setdefault(path.parent / sid, key)
+        keys = [named.get(key, key) for key in keys]
+    groups: dict[Any, list[tuple[Path, bool]]] = {}
+    for item, key in zip(files, keys, strict=True):
         groups.setdefault(key, []).append(item)
     return list(groups.values())
+
+
+def _is_flat_agent(path: Path) -> bool:
+    return path.name.startswith("agent-") and path.suffix == ".jsonl" and path.parent.name != "subagents"
 
 
 def _first_session_id(path: Path) -> str | None:
