@@ -198,13 +198,14 @@ def recovery(
         raise typer.Exit(2)
     stream = _Stream(paths, fmt)
     tally = RecoveryTally()
-    for group, part in stream_groups(
-        lambda g: score_group(g, estimator, validate_scores),
-        stream.groups(),
-        tally.failed,
-        progress=None if as_json else "recovery",
+    for part in _values(  # each group scored, then dropped before the next is read
+        stream_groups(
+            lambda g: score_group(g, estimator, validate_scores),
+            stream.groups(),
+            tally.failed,
+            progress=None if as_json else "recovery",
+        )
     ):
-        del group  # scored: dropped before the next group is read
         tally.add(part)
     stream.fail_if_nothing()
     frame = tally.frame()

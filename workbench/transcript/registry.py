@@ -320,24 +320,26 @@ def group_files(files: Sequence[tuple[Path, bool]]) -> list[list[tuple[Path, boo
     ``<id>.jsonl``, is the first ``sessionId`` of a main file of that folder); any other file is a group of
     its own. Groups come in the order of their first file, files keep their order within a group."""
     keys: list[Any] = []
-    for path, _ in files:
+    agents = [_is_flat_agent(path) for path, _ in files]
+    for (path, _), agent in zip(files, agents, strict=True):
         key: Any = path
         if path.parent.name == "subagents":
             key = path.parent.parent.parent / path.parent.parent.name
-        elif _is_flat_agent(path):
+        elif agent:
             sid = _first_session_id(path)
             key = path.parent / sid if sid else path
         elif path.suffix == ".jsonl":
             key = path.parent / path.stem
         keys.append(key)
-    mains = {key for (path, _), key in zip(files, keys, strict=True) if not _is_flat_agent(path)}
-    if orphans := {key for (path, _), key in zip(files, keys, strict=True) if _is_flat_agent(path)} - mains:
-        # a flat sub-agent whose main session's file is not named by its id (renamed, copied): the main
-        # file of that folder whose first sessionId is the sub-agent's joins it (the first such file)
+    owned = {key for key, agent in zip(keys, agents, strict=True) if not agent}
+    if orphans := {key for key, agent in zip(keys, agents, strict=True) if agent} - owned:
+        # a flat sub-agent whose main file is not named by its id (renamed, copied): the first main file of
+        # its folder whose first sessionId is the sub-agent's joins it
+        folders = {orphan.parent for orphan in orphans}
         named: dict[Any, Any] = {}
-        for (path, _), key in zip(files, keys, strict=True):
-            if path.suffix == ".jsonl" and not _is_flat_agent(path) and path.parent.name != "subagents":
-                sid = _first_session_id(path) if any(o.parent == path.parent for o in orphans) else None
+        for (path, _), key, agent in zip(files, keys, agents, strict=True):
+            if not agent and path.suffix == ".jsonl" and path.parent in folders and path.parent.name != "subagents":
+                sid = _first_session_id(path)
                 if sid and path.parent / sid in orphans:
                     named.setdefault(path.parent / sid, key)
         keys = [named.get(key, key) for key in keys]
