@@ -28,6 +28,7 @@ from typing import Any
 
 from .files import read_lines
 from .jsonio import BadInput, decode_line
+from .line_raw import LineRaw
 from .model import Block, Record, Session, Skip
 from .registry import register
 
@@ -176,7 +177,7 @@ def record_from_json(
         is_visible_in_transcript_only=bool(obj.get("isVisibleInTranscriptOnly")),
         is_api_error=bool(obj.get("isApiErrorMessage")),
         stop_reason=stop_reason,
-        raw=obj,
+        raw=obj if line is None else LineRaw(line, obj),  # pickled as the line alone (line_raw)
         line=line,
         source=source,
         line_no=line_no,
