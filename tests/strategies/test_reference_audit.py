@@ -297,6 +297,33 @@ def test_the_breakers_turn_tests_each_record_of_the_tool_loop_once(monkeypatch: 
     assert len(tested) == 1 + 100  # the prompt once, then each new record once
 
 
+def test_the_breakers_turn_does_not_walk_an_unchanged_tool_loop_again() -> None:
+    """While the records after the prompt are the same objects in the same places, ``_turn`` looks only at
+    what was appended (it walked back over the whole loop on every call, skipping the known records one
+    membership test at a time: quadratic); a record of the loop replaced since (a microcompact's copy) is
+    looked at again, and a prompt put there is found."""
+
+    class Counting(dict):  # type: ignore[type-arg]
+        lookups = 0
+
+        def __contains__(self, key: object) -> bool:
+            Counting.lookups += 1
+            return super().__contains__(key)
+
+    state = create("claude-code").new_state()
+    state.not_turns = Counting()
+    records = [user("go", uuid="p1")]
+    for n in range(50):
+        records += [say(f"step {n}"), result(f"t{n}", "out")]
+        assert claude_code._turn(view_of(records), state) == "p1"
+    assert Counting.lookups == 1 + 100  # the prompt, then each appended record once
+    records[7] = user("typed in the middle", uuid="p2")  # a changed tail: scanned again, by the memo
+    assert claude_code._turn(view_of(records), state) == "p2"
+    assert state.turn_at == (7, records[7])
+    records[7] = result("t3", "cleared")
+    assert claude_code._turn(view_of(records), state) == "p1"
+
+
 def test_the_remembered_turn_equals_a_full_scan_at_every_call_of_real_sessions(
     corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ place, and the auto-compact check then sees the reduced size.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field, replace
 
 from pydantic import Field, field_validator
@@ -57,6 +58,7 @@ class ClaudeCodeState:
     turn: str | None = None
     turn_at: tuple[int, Record | None] = (0, None)  # where `_turn` found the prompt: position, record
     not_turns: dict[int, Record] = field(default_factory=dict)  # records `_turn` passed, by id
+    turn_tail: tuple[int, tuple[Record, ...]] = (0, ())  # the records after the prompt at `_turn`'s last call
 
     @property
     def sm(self) -> SMState:
@@ -118,21 +120,32 @@ def _turn(view: ContextView, state: ClaudeCodeState) -> str | None:
     """The uuid of the user prompt that started the current ``query()`` call (the breaker's scope): the last
     record of the context that `_starts_turn`. Asked before every call, so what it learnt is kept in the
     state: where it found the prompt (while that record is still at that position nothing before it can be
-    the last one: records are immutable, so it still qualifies) and which records of the tool loop since
-    are known not to start a turn (by identity; the state holds them, so no id is reused). A context where
-    the prompt moved or was removed (a compaction) is scanned again in full."""
+    the last one: records are immutable, so it still qualifies), the records after it at the last call
+    (none of them starts a turn: while they are still there, the same objects in the same places, only
+    what was appended needs a look; one identity comparison of the whole tail, at C speed, tells) and
+    which records are known not to start a turn (by identity; the state holds them, so no id is reused),
+    for a tail that changed. A context where the prompt moved or was removed (a compaction) is scanned
+    again in full."""
     records = view.records
     position, found = state.turn_at
     floor = position + 1 if found is not None and position < len(records) and records[position] is found else 0
+    start, tail = state.turn_tail
+    scan_to = floor
+    if start == floor and tail:
+        end = floor + len(tail)
+        if end <= len(records) and all(map(operator.is_, records[floor:end], tail)):
+            scan_to = end  # the tail is unchanged: only the records appended since need a look
     passed = state.not_turns
-    for index in range(len(records) - 1, floor - 1, -1):
+    for index in range(len(records) - 1, scan_to - 1, -1):
         record = records[index]
         if id(record) in passed:
             continue
         if _starts_turn(record):
             state.turn_at = (index, record)
+            state.turn_tail = (index + 1, tuple(records[index + 1 :]))
             return record.uuid
         passed[id(record)] = record
+    state.turn_tail = (floor, tuple(records[floor:]))
     if floor:
         return found.uuid  # type: ignore[union-attr]
     state.turn_at = (0, None)
