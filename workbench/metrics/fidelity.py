@@ -171,14 +171,14 @@ class _Indexes:
 
     def __init__(self, records: Sequence[Record]) -> None:
         self.records = records
-        self._own: dict[int, FactIndex] = {}
+        self._own: dict[int, tuple[Record, FactIndex]] = {}  # by id, with the record: no id is reused
         self._future: dict[int, FactIndex] = {}
 
     def record(self, record: Record) -> FactIndex:
-        key = id(record)
-        if key not in self._own:
-            self._own[key] = FactIndex([render_record(record)])
-        return self._own[key]
+        entry = self._own.get(id(record))
+        if entry is None:  # the entry holds the record, so its address is not another record's while we live
+            entry = self._own[id(record)] = (record, FactIndex([render_record(record)]))
+        return entry[1]
 
     def context(self, summary: str | None, kept: Sequence[Record]) -> FactIndex:
         return FactIndex.combine([FactIndex([summary or ""]), *(self.record(r) for r in kept)])

@@ -56,7 +56,7 @@ from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import ApiCall, api_calls
 from .rows import event_row, recorded_events
-from .sizes import LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
+from .sizes import CountTable, LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
 from .validation import RequestCheck, check_request
 
 __all__ = [
@@ -100,10 +100,10 @@ class _Prepared:
         self.scale = session_scale(
             self.records, counted, end=boundaries[0][0] if boundaries else None, calls=self.calls
         )
-        self.rough_of = dict(zip((id(r) for r in self.records), rough_all, strict=True))
+        self.rough_of = CountTable(self.records, rough_all)
         # claude-padded counts only as a strategy reads them (`LazyCounts` fills the table): SM-compaction
         # reads them when it compacts, most sessions never, and looking every record up cost ~8% of a replay
-        self.padded_of: dict[int, int] = {}
+        self.padded_of = CountTable()
         self.originals = original_thinking_blocks(self.records)
         # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
         self.guarded = session.metadata.get("query_source") in ("compact", "session_memory")

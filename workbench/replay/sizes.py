@@ -12,7 +12,7 @@ from ..tokens.context import get_token_usage, prompt_tokens, usage_tokens
 from ..transcript.model import Record
 from ..transcript.steps import ApiCall, api_calls
 
-__all__ = ["LazyCounts", "UncompactedSize", "session_scale", "strip_recorded_compactions"]
+__all__ = ["CountTable", "LazyCounts", "UncompactedSize", "session_scale", "strip_recorded_compactions"]
 
 
 def strip_recorded_compactions(records: Sequence[Record]) -> tuple[list[Record], list[tuple[int, Record]]]:
@@ -160,20 +160,46 @@ def session_scale(
     return min(max(ratio, bounds[0]), bounds[1])
 
 
-class LazyCounts(Sequence[int]):
-    """Per-record counts aligned with a context, computed on first access (then kept)."""
+class CountTable:
+    """One estimator's per-record counts for one replayed session, by record identity, holding every record
+    it has a count for: CPython reuses a freed object's address, so a table keyed by ``id`` that did not
+    keep its records alive handed a record made later (a strategy's note, a rewritten copy) the count of
+    one that had died at that address (an aider replay of a real session compacted once less when its
+    records came from the parsed-session cache, where other objects happened to be alive)."""
 
-    def __init__(self, items: Sequence[Record], table: dict[int, int], name: str) -> None:
+    __slots__ = ("_counts", "_held")
+
+    def __init__(self, records: Sequence[Record] = (), counts: Sequence[int] = ()) -> None:
+        self._counts: dict[int, int] = {}
+        self._held: list[Record] = []
+        self.add(records, counts)
+
+    def add(self, records: Sequence[Record], counts: Sequence[int]) -> None:
+        self._counts.update(zip(map(id, records), counts, strict=True))
+        self._held.extend(records)
+
+    def missing(self, records: Sequence[Record]) -> list[Record]:
+        counts = self._counts
+        return [r for r in records if id(r) not in counts]
+
+    def of(self, records: Sequence[Record]) -> tuple[int, ...]:
+        counts = self._counts
+        return tuple(counts[id(r)] for r in records)
+
+
+class LazyCounts(Sequence[int]):
+    """Per-record counts aligned with a context, computed on first access (then kept in ``table``)."""
+
+    def __init__(self, items: Sequence[Record], table: CountTable, name: str) -> None:
         self._items, self._table, self._name = items, table, name
         self._values: tuple[int, ...] | None = None
 
     def _resolve(self) -> tuple[int, ...]:
         if self._values is None:
-            missing = [r for r in self._items if id(r) not in self._table]
+            missing = self._table.missing(self._items)
             if missing:
-                fresh = cached_estimator(self._name).count_many(missing)
-                self._table.update(zip((id(r) for r in missing), fresh, strict=True))
-            self._values = tuple(self._table[id(r)] for r in self._items)
+                self._table.add(missing, cached_estimator(self._name).count_many(missing))
+            self._values = self._table.of(self._items)
         return self._values
 
     def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
