@@ -9,16 +9,38 @@ The cache only saves time, so it never fails a count: when SQLite cannot open, r
 warns once per cache file and process (`CacheDegradedWarning`, naming the file and the error) and
 counts without the cache from then on; counts are identical, only slower (issue #13 item 11: the
 error used to abort the replay).
+
+**A second level, per sequence.** A warm replay asks for a whole session's counts at once
+(``replay/engine.py``: every record, per estimator), and one indexed read per record cost ~6 µs each,
+~0.4 s of a ~4.7 s warm replay of 71,360 records. So a request of at least `_SEQUENCE_MIN` records that
+the in-process memo cannot answer is first looked up as a whole: its *sequence key* (BLAKE2b over the
+ordered records' ``content_key``) names one row of the ``sequences`` table holding the counts in order.
+A hit returns them (each record counts as a hit in ``stats``); a miss (a new session, one record
+different) does exactly the per-record lookups above and then stores the row, so the next process reads
+one row per session. Counts are the same either way: a row is only written from the per-record counts.
+
+Growth: a row costs ~10 bytes per record (8 packed), next to ~59 per distinct record in ``counts``. A row
+is stored for every distinct long list that misses: once per session and estimator for the engine's
+whole-session requests, again each time a session still being appended to is counted after changing (its
+old rows are never read again), and for the records a strategy reads claude-padded counts of when it
+first compacts (``replay/sizes.py``'s ``LazyCounts``), which depend on where the config compacts. Nine
+replays of the real Claude Code corpus with different strategies and configs left 72 rows (246 KB, next
+to 913 KB of ``counts``). Lists shorter than `_SEQUENCE_MIN` are never stored, and the table is bounded:
+storing a row deletes those stored more than `_SEQUENCES_MAX` rows before it (first in, first out; a row
+evicted while still in use is stored again at its next miss). Deleting the file reclaims all of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
+import sys
 import threading
 import time
 import warnings
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +71,15 @@ def _warn_once(path: Path, exc: BaseException) -> None:
 
 
 _BATCH = 500
+#: The shortest request looked up (and stored) as one sequence row. A whole session is hundreds to
+#: thousands of records (a warm replay's requests); below this the per-record reads cost under ~0.4 ms
+#: anyway, and short lists are mostly what a compaction drops or adds, which change with the strategy's
+#: decisions: rows for them would rarely be read again.
+_SEQUENCE_MIN = 64
+#: The sequence rows kept: storing one deletes those stored more than this many rows before it (first in,
+#: first out). Far above what one run asks for (the 8× corpus: 136 rows per estimator), so a warm run
+#: never evicts its own rows, while rows nobody reads again (see the module docstring) cannot pile up.
+_SEQUENCES_MAX = 20_000
 #: Counts a process keeps in memory besides the file (~150 bytes each): beyond this the memo starts over,
 #: so memory stays bounded when a whole history streams through one process (the file keeps them all).
 _MEMO_MAX = 200_000
@@ -73,8 +104,41 @@ def _retry_locked(action: Callable[[], object], attempts: int = 20) -> None:
 
 @dataclass
 class CacheStats:
+    """Records answered from the memo or the file (``hits``) or counted (``misses``); requests answered
+    by one sequence row (``sequence_hits``) or looked up record by record after a sequence miss."""
+
     hits: int = 0
     misses: int = 0
+    sequence_hits: int = 0
+    sequence_misses: int = 0
+
+
+#: Sequence rows hold 8-byte signed integers (the range of SQLite's INTEGER, so any count `counts` can
+#: hold), packed and unpacked at C speed (~1 ms for 30,000 counts), little-endian in the file whatever the
+#: host (a cache folder may be shared between machines).
+_PACKED = array("q")
+_SWAP = sys.byteorder != "little"
+
+
+def _sequence_key(keys: list[str]) -> str:
+    """One key for an ordered list of records: BLAKE2b over their content keys (fixed-length hex, so
+    joining them is unambiguous), as long as a content key."""
+    return hashlib.blake2b("\n".join(keys).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _pack(counts: list[int]) -> bytes:
+    packed = array("q", counts)
+    if _SWAP:
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(blob: bytes) -> list[int]:
+    packed = array("q")
+    packed.frombytes(blob)
+    if _SWAP:
+        packed.byteswap()
+    return packed.tolist()
 
 
 class CachedEstimator:
@@ -108,6 +172,15 @@ class CachedEstimator:
                     " n INTEGER NOT NULL, PRIMARY KEY (estimator, key)) WITHOUT ROWID"
                 )
             )
+            # A cache file of an earlier release has no `sequences` yet: created here, next to `counts`. A
+            # rowid table: its rows are large (SQLite advises WITHOUT ROWID only for rows under ~1/20 of a
+            # page; a lookup measured ~3× faster this way) and the rowid orders them for `_SEQUENCES_MAX`.
+            _retry_locked(
+                lambda: db.execute(
+                    "CREATE TABLE IF NOT EXISTS sequences (estimator TEXT NOT NULL, key TEXT NOT NULL,"
+                    " counts BLOB NOT NULL, UNIQUE (estimator, key))"
+                )
+            )
         except sqlite3.Error as exc:
             if db is not None:
                 db.close()
@@ -139,11 +212,20 @@ class CachedEstimator:
         if all(key in memo for key in keys):
             self.stats.hits += len(keys)
             return [memo[key] for key in keys]
-        found: dict[str, int] = {}
         with self._lock:
             db = self._db or self._connect()
+            sequence = _sequence_key(keys) if db is not None and len(keys) >= _SEQUENCE_MIN else None
+            if sequence is not None:
+                stored = self._read_sequence(db, sequence, len(keys))
+                if stored is not None:
+                    self.stats.sequence_hits += 1
+                    self.stats.hits += len(keys)
+                    self._remember(dict(zip(keys, stored, strict=True)))
+                    return stored
+                self.stats.sequence_misses += 1
+                db = self._db  # None if the read degraded the cache
+            found: dict[str, int] = {key: memo[key] for key in keys if key in memo}
             unique = [key for key in dict.fromkeys(keys) if key not in memo]
-            found.update((key, memo[key]) for key in keys if key in memo)
             try:
                 for start in range(0, len(unique), _BATCH) if db is not None else ():
                     chunk = unique[start : start + _BATCH]
@@ -156,25 +238,55 @@ class CachedEstimator:
                 self._degrade(exc)
                 db = None
             missing = {key: record for key, record in zip(keys, items, strict=True) if key not in found}
-            if missing:
-                fresh = dict(zip(missing, self.inner.count_many(list(missing.values())), strict=True))
-                if db is not None:
-                    try:
-                        db.execute("BEGIN")
-                        db.executemany(
-                            "INSERT OR REPLACE INTO counts (estimator, key, n) VALUES (?, ?, ?)",
-                            [(self.name, key, n) for key, n in fresh.items()],
-                        )
-                        db.execute("COMMIT")
-                    except sqlite3.Error as exc:  # e.g. "database or disk is full"
-                        self._degrade(exc)
-                found.update(fresh)
+            fresh = dict(zip(missing, self.inner.count_many(list(missing.values())), strict=True)) if missing else {}
+            found.update(fresh)
+            counts = [found[key] for key in keys]
+            if db is not None and (fresh or sequence is not None):
+                self._store(db, fresh, sequence, counts)
             self.stats.misses += len(missing)
             self.stats.hits += len(keys) - len(missing)
-            if len(memo) + len(found) > _MEMO_MAX:  # bounded: a whole history's records would not fit
-                memo.clear()
-            memo.update(found)
-        return [found[key] for key in keys]
+            self._remember(found)
+        return counts
+
+    def _read_sequence(self, db: sqlite3.Connection, sequence: str, length: int) -> list[int] | None:
+        """The counts stored for a sequence key; None on a miss (also for a row that is not ``length``
+        packed counts, which the miss then overwrites)."""
+        try:
+            row = db.execute(
+                "SELECT counts FROM sequences WHERE estimator = ? AND key = ?", (self.name, sequence)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self._degrade(exc)
+            return None
+        if row is None or not isinstance(row[0], bytes) or len(row[0]) != length * _PACKED.itemsize:
+            return None
+        return _unpack(row[0])
+
+    def _store(self, db: sqlite3.Connection, fresh: dict[str, int], sequence: str | None, counts: list[int]) -> None:
+        """Write the new per-record counts and the sequence row (if any) in one transaction."""
+        try:
+            db.execute("BEGIN")
+            if fresh:
+                db.executemany(
+                    "INSERT OR REPLACE INTO counts (estimator, key, n) VALUES (?, ?, ?)",
+                    [(self.name, key, n) for key, n in fresh.items()],
+                )
+            if sequence is not None:
+                newest = db.execute(
+                    "INSERT OR REPLACE INTO sequences (estimator, key, counts) VALUES (?, ?, ?)",
+                    (self.name, sequence, _pack(counts)),
+                ).lastrowid
+                if newest is not None and newest > _SEQUENCES_MAX:  # rowids grow by one per row stored
+                    db.execute("DELETE FROM sequences WHERE rowid <= ?", (newest - _SEQUENCES_MAX,))
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:  # e.g. "database or disk is full"
+            self._degrade(exc)
+
+    def _remember(self, found: dict[str, int]) -> None:
+        memo = self._memo
+        if len(memo) + len(found) > _MEMO_MAX:  # bounded: a whole history's records would not fit
+            memo.clear()
+        memo.update(found)
 
     def close(self) -> None:
         with self._lock:
