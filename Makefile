@@ -25,6 +25,7 @@ check: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_tokens.py
+	$(BIN)/python benchmarks/bench_token_sequences.py
 	$(BIN)/python benchmarks/bench_replay.py
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_widgets.py
