@@ -1,8 +1,8 @@
 """Per-record token counts cached on disk, keyed by (record content hash, estimator name).
 
 A SQLite file under the workbench cache folder (``WORKBENCH_CACHE_DIR``). Lookups are batched, so a
-second run over the same corpus tokenizes nothing: every count is one indexed read. ``stats`` counts
-hits and misses so callers (and tests) can check that.
+second run over the same corpus tokenizes nothing: every count is one indexed read, and a whole session's
+counts one row (below). ``stats`` counts hits and misses so callers (and tests) can check that.
 
 The cache only saves time, so it never fails a count: when SQLite cannot open, read or write the file
 ("database or disk is full", a read-only or corrupt file, a lock that never clears), the estimator
@@ -10,9 +10,9 @@ warns once per cache file and process (`CacheDegradedWarning`, naming the file a
 counts without the cache from then on; counts are identical, only slower (issue #13 item 11: the
 error used to abort the replay).
 
-**A second level, per sequence.** A warm replay asks for a whole session's counts at once
-(``replay/engine.py``: every record, per estimator), and one indexed read per record cost ~6 µs each,
-~0.4 s of a ~4.7 s warm replay of 71,360 records. So a request of at least `_SEQUENCE_MIN` records that
+**A second level, per sequence** (issue #17). A warm replay asks for a whole session's counts at once
+(``replay/engine.py``: every record, per estimator), and one indexed read per record cost ~6 µs, ~0.43 s
+of a ~4.7 s warm replay of 71,360 records. So a request of at least `_SEQUENCE_MIN` records that
 the in-process memo cannot answer is first looked up as a whole: its *sequence key* (BLAKE2b over the
 ordered records' ``content_key``) names one row of the ``sequences`` table holding the counts in order.
 A hit returns them (each record counts as a hit in ``stats``); a miss (a new session, one record
@@ -113,16 +113,16 @@ class CacheStats:
     sequence_misses: int = 0
 
 
-#: Sequence rows hold 8-byte signed integers (the range of SQLite's INTEGER, so any count `counts` can
-#: hold), packed and unpacked at C speed (~1 ms for 30,000 counts), little-endian in the file whatever the
+#: Sequence rows hold 8-byte signed integers (the range of SQLite's INTEGER: any count the ``counts`` table
+#: holds fits), packed and unpacked at C speed (~1 ms for 30,000 counts), little-endian in the file whatever the
 #: host (a cache folder may be shared between machines).
 _PACKED = array("q")
 _SWAP = sys.byteorder != "little"
 
 
 def _sequence_key(keys: list[str]) -> str:
-    """One key for an ordered list of records: BLAKE2b over their content keys (fixed-length hex, so
-    joining them is unambiguous), as long as a content key."""
+    """One key for an ordered list of records: BLAKE2b over their content keys joined by newlines
+    (which no content key holds), as long as a content key."""
     return hashlib.blake2b("\n".join(keys).encode("utf-8"), digest_size=16).hexdigest()
 
 
