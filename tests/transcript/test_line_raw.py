@@ -88,3 +88,9 @@ def test_restored_real_records_read_as_the_parsed_lines(corpus: Path) -> None:
             assert not restored.raw.decoded and restored.raw == expected and restored == record
             checked += 1
     assert checked > 100
+
+
+def test_a_line_raw_needs_its_value_or_its_kept_keys() -> None:
+    with pytest.raises(ValueError, match="parsed value or its kept keys"):
+        LineRaw('{"type":"user"}')
+    assert LineRaw('{"type":"user"}', kept={}).get("type") == "user"

@@ -40,16 +40,16 @@ class LineRaw(Mapping[str, Any]):
     """The JSON object of one transcript line, decoded from ``line`` on first use (module docstring).
 
     ``value``: the object the loader already parsed from ``line`` (kept, not decoded again), or None;
-    ``kept``: the object's `KEPT` keys that it has, with their values (taken from ``value`` when given)."""
+    ``kept``: the object's `KEPT` keys that it has, with their values. One of the two is needed (``kept`` is
+    taken from ``value`` only when pickled: most loaded records never are)."""
 
     __slots__ = ("_kept", "_line", "_value")
 
     def __init__(self, line: str, value: dict[str, Any] | None = None, kept: dict[str, Any] | None = None) -> None:
+        if value is None and kept is None:
+            raise ValueError("LineRaw needs the parsed value or its kept keys")
         self._line = line
         self._value = value
-        if kept is None:
-            source = value if value is not None else self.value
-            kept = {key: source[key] for key in KEPT if key in source}
         self._kept = kept
 
     @property
@@ -106,7 +106,11 @@ class LineRaw(Mapping[str, Any]):
         return repr(self.value)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return LineRaw, (self._line, None, self._kept)
+        kept = self._kept
+        if kept is None:
+            value = self.value
+            kept = self._kept = {key: value[key] for key in KEPT if key in value}
+        return LineRaw, (self._line, None, kept)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LineRaw:
         return self  # read-only, like the Record that holds it
