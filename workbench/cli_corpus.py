@@ -15,7 +15,7 @@ from .isolation import SessionFailure, each_session, fold_sessions, stream_sessi
 from .transcript import LoadReport, Session
 from .transcript.export import ExportError, check_destination, plan_export, session_bytes, write_atomic
 from .transcript.registry import file_summaries
-from .transcript.session_cache import FileSummary, file_summary
+from .transcript.summary import FileSummary, file_summary
 
 __all__ = ["ingest_report", "register"]
 

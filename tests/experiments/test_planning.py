@@ -11,7 +11,7 @@ import pytest
 from workbench.experiments import ResultStore, load_spec, run_sweep
 from workbench.experiments.run import plan_for_sessions, plan_sweep
 from workbench.transcript import Session, claude_code, load_paths
-from workbench.transcript.session_cache import SessionInfo
+from workbench.transcript.summary import SessionInfo
 
 from .conftest import TINY, comparable, copy_data, write_spec
 

@@ -44,7 +44,7 @@ def test_kept_keys_are_answered_without_decoding_and_the_rest_decodes_exactly() 
     raw = restored.raw
     assert raw.get("version") == "2.1.88" and raw["cwd"] == "/w" and raw.get("isVirtual") is False
     assert "cwd" in raw and not raw.decoded
-    assert KEPT == {"version", "cwd", "isVirtual"}
+    assert {"version", "cwd", "isVirtual"} == KEPT
     bare = pickle.loads(pickle.dumps(_record(LINE.replace('"cwd":"/w",', "").replace('"isVirtual":false,', ""))))
     assert bare.raw.get("cwd", "absent") == "absent" and "isVirtual" not in bare.raw and not bare.raw.decoded
     with pytest.raises(KeyError):

@@ -107,7 +107,7 @@ class SweepResult:
 def plan_sweep(spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | None = None) -> SweepPlan:
     """List the cells of the spec's corpus (``points`` narrows the grid, e.g. to one config).
 
-    Planned from per-session metadata (`workbench.transcript.session_cache.SessionInfo`: id, file,
+    Planned from per-session metadata (`workbench.transcript.summary.SessionInfo`: id, file,
     fingerprint, record count), read file by file from the parsed-session cache: an unchanged corpus is
     not parsed at all, a new or changed file is parsed once, alone (its sessions are cached for the
     workers, then dropped), so planning holds no session in memory. The workers read the sessions by path.

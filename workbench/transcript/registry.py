@@ -19,7 +19,7 @@ from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 from .model import Corpus, Session, Skip
 
 if TYPE_CHECKING:
-    from .session_cache import FileSummary
+    from .summary import FileSummary
 
 __all__ = [
     "TRANSCRIPT_SUFFIXES",
