@@ -13,7 +13,7 @@ import pytest
 
 from workbench.transcript import load_paths
 from workbench.transcript.claude_code import parse_line
-from workbench.transcript.line_raw import KEPT, LineRaw
+from workbench.transcript.line_raw import ABSENT, KEPT, LineRaw
 from workbench.transcript.model import Block, Record
 
 LINE = (
@@ -30,7 +30,7 @@ def _record(line: str = LINE) -> Record:
 
 def test_a_loaded_line_keeps_its_parsed_object_and_pickles_as_the_line() -> None:
     record = _record()
-    assert isinstance(record.raw, LineRaw) and record.raw.decoded  # the loader's own parse, not decoded again
+    assert isinstance(record.raw, LineRaw) and not record.raw.decoded  # the loader's parse is not kept
     assert (
         record.raw == json.loads(LINE) and dict(record.raw) == json.loads(LINE) and {**record.raw} == json.loads(LINE)
     )
@@ -44,7 +44,7 @@ def test_kept_keys_are_answered_without_decoding_and_the_rest_decodes_exactly() 
     raw = restored.raw
     assert raw.get("version") == "2.1.88" and raw["cwd"] == "/w" and raw.get("isVirtual") is False
     assert "cwd" in raw and not raw.decoded
-    assert {"version", "cwd", "isVirtual"} == KEPT
+    assert KEPT == ("version", "cwd", "isVirtual")
     bare = pickle.loads(pickle.dumps(_record(LINE.replace('"cwd":"/w",', "").replace('"isVirtual":false,', ""))))
     assert bare.raw.get("cwd", "absent") == "absent" and "isVirtual" not in bare.raw and not bare.raw.decoded
     with pytest.raises(KeyError):
@@ -90,7 +90,10 @@ def test_restored_real_records_read_as_the_parsed_lines(corpus: Path) -> None:
     assert checked > 100
 
 
-def test_a_line_raw_needs_its_value_or_its_kept_keys() -> None:
-    with pytest.raises(ValueError, match="parsed value or its kept keys"):
-        LineRaw('{"type":"user"}')
-    assert LineRaw('{"type":"user"}', kept={}).get("type") == "user"
+def test_a_line_raw_needs_a_value_for_every_kept_key() -> None:
+    with pytest.raises(ValueError, match="needs the values of"):
+        LineRaw('{"type":"user"}', ("2.1.88",))
+    raw = LineRaw('{"type":"user","cwd":"/w"}', (ABSENT, "/elsewhere", ABSENT))
+    assert raw.get("cwd") == "/elsewhere" and raw.get("version", 1) == 1  # kept values answer, undecoded
+    assert raw.get("type") == "user" and raw.get("cwd") == "/w"  # decoded: the line decides
+    assert pickle.loads(pickle.dumps(ABSENT)) is ABSENT

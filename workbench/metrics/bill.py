@@ -139,6 +139,8 @@ class _Entry:
 
 def _entry(record: Record) -> _Entry | None:
     """The usage entry ccusage reads from this line, or None where it drops the line."""
+    if record.line is not None and '"usage":{' not in record.line:
+        return None  # tested below anyway: first, so a line without usage is not decoded again (line_raw)
     raw = record.raw
     message = raw.get("message")
     if not isinstance(message, Mapping):

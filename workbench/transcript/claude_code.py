@@ -177,7 +177,7 @@ def record_from_json(
         is_visible_in_transcript_only=bool(obj.get("isVisibleInTranscriptOnly")),
         is_api_error=bool(obj.get("isApiErrorMessage")),
         stop_reason=stop_reason,
-        raw=obj if line is None else LineRaw(line, obj),  # pickled as the line alone (line_raw)
+        raw=obj if line is None else LineRaw.of(line, obj),  # the line, decoded again if read (line_raw)
         line=line,
         source=source,
         line_no=line_no,

@@ -1,21 +1,23 @@
 """``Record.raw`` of a JSONL line: the parsed object, kept as the line's text and decoded again when read.
 
-A loaded Claude Code record holds its line twice: as text (``Record.line``, for byte-identical export and
-the content hash) and parsed (``Record.raw``). Replays read almost nothing of ``raw`` beyond what the
-Record's own fields already hold (the ``version`` of a call's first record, a ``cwd``, a queue operation),
-yet a parsed-session cache entry stored and restored every dict and string of it: the envelope of every
-line (uuids, cwd, gitBranch, usage, …) is most of the objects an entry restores. `LineRaw` is a read-only
-mapping over the line: built by the loader around the object it has just parsed (nothing decoded twice on
-a cold load), pickled as the line alone (the same string object as ``Record.line``, so stored once), and
-decoded from that text with the loader's own decoder (`jsonio.loads`, so the value is exactly what the
-loader parsed) the first time a key is read after a restore. The few top-level keys replays read of
-(nearly) every record, `KEPT` (``version``: the behaviour of the call's Claude Code version; ``cwd``: the
-memory note's path and facts; ``isVirtual``: whether a record is sent, docs §8.1), are kept beside the
-line as they were parsed, so reading them decodes nothing (decoding a call's whole first line to learn
-its ``version`` cost more than the restore saved).
+A loaded Claude Code record holds its line as text (``Record.line``, for byte-identical export and the
+content hash) and, as its fields and blocks, everything compaction reads of it. Replays read almost
+nothing of the whole parsed object beyond that (the ``version`` of a call's first record, a ``cwd``, a
+queue operation), yet holding it cost memory on every load (the envelope of every line: uuids, cwd,
+gitBranch, the message dict, …) and, pickled, was most of the objects a parsed-session cache entry
+restored. `LineRaw` is a read-only mapping over the line: the loader builds it from the object it has
+just parsed (`LineRaw.of`) and lets that object go (the blocks keep their own dicts), it pickles as the
+line (the same string object as ``Record.line``, so stored once), and it decodes the text again with the
+loader's own decoder (`jsonio.loads`, so the value is exactly what the loader parsed) the first time a
+key is read, then keeps it. The few top-level keys replays read of (nearly) every record, `KEPT`
+(``version``: the behaviour of the call's Claude Code version; ``cwd``: the memory note's path and facts;
+``isVirtual``: whether a record is sent, docs §8.1), are kept beside the line, so reading them decodes
+nothing (decoding a call's whole first line to learn its ``version`` cost more than the restore saved).
+A record behaves the same whether it was parsed now or restored from the cache.
 
 Measured on the 8x corpus (71,360 records, 8 copies of the real Claude Code corpus): the cache entries
-shrink from 310 to 238 MB and restoring them takes about a quarter less time (README "Scale").
+shrink from 310 to 238 MB and restoring them takes about a third less time; a file of 10⁶ tiny lines
+loads in less memory (README "Scale").
 
 It is a `Mapping`, not a ``dict``: ``dict(raw)``, ``{**raw}``, ``raw.get``, ``==`` with a dict work;
 ``json.dumps(raw)`` does not (write ``Record.line``, which is the exact text, or ``dict(raw)``).
@@ -28,29 +30,56 @@ from typing import Any
 
 from .jsonio import loads
 
-__all__ = ["KEPT", "LineRaw"]
+__all__ = ["ABSENT", "KEPT", "LineRaw"]
 
 _BOM = "\ufeff"
 
-#: Top-level keys answered without decoding the line (module docstring).
-KEPT: frozenset[str] = frozenset({"version", "cwd", "isVirtual"})
+#: Top-level keys answered without decoding the line (module docstring), in the order `LineRaw` keeps them.
+KEPT: tuple[str, ...] = ("version", "cwd", "isVirtual")
+_AT = {key: index for index, key in enumerate(KEPT)}
+
+
+class _Absent:
+    """A kept key the line does not have (pickled by name: restores as the one `ABSENT`)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "ABSENT"
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+_new = object.__new__
 
 
 class LineRaw(Mapping[str, Any]):
     """The JSON object of one transcript line, decoded from ``line`` on first use (module docstring).
 
-    ``value``: the object the loader already parsed from ``line`` (kept, not decoded again), or None;
-    ``kept``: the object's `KEPT` keys that it has, with their values. One of the two is needed (``kept`` is
-    taken from ``value`` only when pickled: most loaded records never are)."""
+    ``kept``: the object's values of `KEPT`, in that order (`ABSENT` for a key it does not have); `of`
+    takes them from the parsed object."""
 
     __slots__ = ("_kept", "_line", "_value")
 
-    def __init__(self, line: str, value: dict[str, Any] | None = None, kept: dict[str, Any] | None = None) -> None:
-        if value is None and kept is None:
-            raise ValueError("LineRaw needs the parsed value or its kept keys")
+    def __init__(self, line: str, kept: tuple[Any, ...]) -> None:
+        if len(kept) != len(KEPT):
+            raise ValueError(f"LineRaw needs the values of {KEPT}, got {len(kept)}")
         self._line = line
-        self._value = value
         self._kept = kept
+        self._value: dict[str, Any] | None = None
+
+    @staticmethod
+    def of(line: str, value: dict[str, Any]) -> LineRaw:
+        """The raw of ``line``, which the loader parsed into ``value`` (not kept: decoded again if read).
+        Made without ``__init__`` (one per loaded line: half the cost)."""
+        raw = _new(LineRaw)
+        raw._line = line
+        get = value.get
+        raw._kept = (get("version", ABSENT), get("cwd", ABSENT), get("isVirtual", ABSENT))
+        raw._value = None
+        return raw
 
     @property
     def value(self) -> dict[str, Any]:
@@ -66,18 +95,25 @@ class LineRaw(Mapping[str, Any]):
         return self._value is not None
 
     def __getitem__(self, key: str) -> Any:
-        if self._value is None and key in KEPT:
-            return self._kept[key]
+        at = _AT.get(key)
+        if at is not None and self._value is None:
+            value = self._kept[at]
+            if value is ABSENT:
+                raise KeyError(key)
+            return value
         return self.value[key]
 
     def get(self, key: str, default: Any = None) -> Any:
-        if self._value is None and key in KEPT:
-            return self._kept.get(key, default)
+        at = _AT.get(key)
+        if at is not None and self._value is None:
+            value = self._kept[at]
+            return default if value is ABSENT else value
         return self.value.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        if self._value is None and key in KEPT:
-            return key in self._kept
+        at = _AT.get(key) if isinstance(key, str) else None
+        if at is not None and self._value is None:
+            return self._kept[at] is not ABSENT
         return key in self.value
 
     def __iter__(self) -> Iterator[str]:
@@ -106,11 +142,7 @@ class LineRaw(Mapping[str, Any]):
         return repr(self.value)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        kept = self._kept
-        if kept is None:
-            value = self.value
-            kept = self._kept = {key: value[key] for key in KEPT if key in value}
-        return LineRaw, (self._line, None, kept)
+        return LineRaw, (self._line, self._kept)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LineRaw:
         return self  # read-only, like the Record that holds it
