@@ -42,7 +42,8 @@ class Record:
     single text block and ``string_content=True``: the two Claude Code estimators treat string and array
     content differently (docs §3.4 vs §6), so the distinction is kept.
 
-    ``line`` is the exact source text of the line (without its newline) and ``raw`` its parsed JSON;
+    ``line`` is the exact source text of the line (without its newline) and ``raw`` its parsed JSON (a
+    read-only Mapping; for a Claude Code line a `line_raw.LineRaw`, decoded again from ``line`` when read);
     ``modified`` is False only while the record is byte-for-byte what was loaded.
     """
 
