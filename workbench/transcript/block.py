@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = ["BLOCK_KINDS", "Block", "BlockKind", "canonical_json"]
 
@@ -24,19 +24,9 @@ BlockKind = Literal[
     "unknown",
 ]
 
-#: Block types the model names; anything else is kept as ``unknown`` with its raw dict.
-BLOCK_KINDS: frozenset[str] = frozenset(
-    {
-        "text",
-        "thinking",
-        "redacted_thinking",
-        "tool_use",
-        "tool_result",
-        "image",
-        "document",
-        "server_tool_use",
-    }
-)
+#: Block types the model names; anything else is kept as ``unknown`` with its raw dict (the kinds but the two
+#: `_classify` derives: the server tool results of every suffix, and unknown).
+BLOCK_KINDS: frozenset[str] = frozenset(get_args(BlockKind)) - {"server_tool_result", "unknown"}
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
