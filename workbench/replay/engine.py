@@ -115,7 +115,7 @@ class _Prepared:
     def view(
         self, items: Sequence[Record], tokens: int, step: int, record: Record, usage: int | None = None, index: int = -1
     ) -> ContextView:
-        version = record.raw.get("version") if isinstance(record.raw.get("version"), str) else None
+        version = record.raw.get("version")
         return ContextView(
             tuple(items),
             tokens,
@@ -126,7 +126,7 @@ class _Prepared:
             record.model,
             self.session.is_subagent,
             usage_tokens=usage,
-            version=version or self.session.client_version,
+            version=(version if isinstance(version, str) else None) or self.session.client_version,
             window=self.window,
             recorded=self.recorded.get(index),
         )

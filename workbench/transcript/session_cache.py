@@ -14,8 +14,8 @@ entries per key:
 
 * ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled
   (about 1.4 times the file's size: a Claude Code record's ``raw`` is stored as its line, `line_raw`), for
-  files up to `MAX_CACHED_FILE_BYTES` (64 MiB). Read back about three times as fast as parsing again
-  with orjson (the 8x corpus: 1.0-1.2 s against 3.5 s; the Record objects are the cost of both);
+  files up to `MAX_CACHED_FILE_BYTES` (64 MiB). Read back 2.3-2.8 times as fast as parsing again
+  with orjson (the 8x corpus, two runs: 1.2-1.5 s against 3.5 s; the Record objects are the cost of both);
   `wb.load`, the commands that read sessions and sweep workers use it. Each record is stored with its
   `Record.content_key` computed (`_with_content_keys`): the token-count cache looks every record up by
   it, and hashing each line again was about a tenth of a warm replay.
