@@ -34,7 +34,9 @@ __all__ = [
     "load_corpus",
     "load_groups",
     "load_paths",
+    "load_planned_group",
     "loaders",
+    "plan_groups",
     "ranked_groups",
     "register",
 ]
@@ -228,19 +230,40 @@ def ranked_groups(
     A file listed twice (overlapping inputs) is loaded twice, both times with its first position."""
     report = report if report is not None else LoadReport()
     forced = _prepare(format)
+    for group in plan_groups(paths, report):
+        ranked = load_planned_group(group, forced, report)
+        if ranked:
+            yield ranked
+        del ranked  # released before the next group is read: one group in memory, not two
+
+
+#: One file of a planned session group: ``(path, named, position)``: ``named``, the file was given itself
+#: (not found in a folder); ``position``, where the file first comes in `load_paths` order.
+PlannedFile = tuple[Path, bool, int]
+
+
+def plan_groups(paths: Iterable[Path | str], report: LoadReport) -> list[list[PlannedFile]]:
+    """The session groups of `ranked_groups` as files, nothing parsed (a sub-agent file's head is read
+    for its ``sessionId``): a process pool hands each group to a worker that loads it with
+    `load_planned_group` (`workbench.replay.parallel`). Path errors go to ``report`` as `load_paths`'s do."""
     files = list(iter_files(list(paths), report))
     first: dict[Path, int] = {}
     for position, (path, _) in enumerate(files):
         first.setdefault(path, position)
-    for group in group_files(files):
-        ranked = [
-            ((first[path], index), session)
-            for path, named in group
-            for index, session in enumerate(_load_file(path, named, forced, report) or ())
-        ]
-        if ranked:
-            yield ranked
-        del ranked  # released before the next group is read: one group in memory, not two
+    return [[(path, named, first[path]) for path, named in group] for group in group_files(files)]
+
+
+def load_planned_group(
+    group: Sequence[PlannedFile], format: Loader | str | None, report: LoadReport
+) -> list[tuple[tuple[int, int], Session]]:
+    """The ranked sessions of one group of `plan_groups` (``format``: a loader, its name, or None to
+    detect each file's); unreadable files and loader failures go to ``report`` as in `load_paths`."""
+    forced = _prepare(format) if isinstance(format, str) else format
+    return [
+        ((position, index), session)
+        for path, named, position in group
+        for index, session in enumerate(_load_file(path, named, forced, report) or ())
+    ]
 
 
 def file_summaries(

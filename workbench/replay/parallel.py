@@ -1,0 +1,202 @@
+"""Replay over a pool of worker processes, one session group per task (``workbench replay --workers N``).
+
+A replay is CPU-bound Python, and sessions are independent: a strategy's state is per session (per
+process of a main session and its sub-agents with ``--process``), so session groups can be replayed
+apart. The driver plans the groups from the file list (`workbench.transcript.registry.plan_groups`:
+nothing is parsed), each worker loads its group **by path** (through the parsed-session cache, as a sweep's
+workers do), replays it and sends back the rows (`ReplayResult`), what loading it reported and the
+sessions that failed. The driver hands the results on **in group order**, which is the serial replay's
+order, so the output is the same as without workers (``replay --json`` byte-identical, a test checks it).
+
+Memory: a worker holds one group at a time; the driver holds no session, only the rows of at most
+``2 × workers`` groups waiting for their turn (a slow group does not let the others pile up behind it).
+Workers start with ``fork`` on Linux (they inherit the imported modules and the strategy) and ``spawn``
+elsewhere, as a sweep's local executor's do (`workbench.experiments.executors.local_start_method`); token
+counts are shared through the token cache's SQLite file, which tolerates concurrent writers. Workers ignore
+SIGINT: Ctrl-C reaches the driver, which stops them (no traceback from each worker).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..isolation import SessionFailure, _debug, _lead
+from ..transcript.model import Session
+from ..transcript.registry import LoadReport, PlannedFile, load_planned_group, plan_groups
+from .engine import ReplayResult, replay_process, replay_session
+
+__all__ = ["GroupOutcome", "ParallelReplay", "replay_loaded_group", "replay_planned_group"]
+
+
+def replay_loaded_group(
+    group: Sequence[Session], strategy: Any, *, estimator: str, process: bool, failures: list[SessionFailure]
+) -> list[ReplayResult]:
+    """The results of one loaded session group, failures appended to ``failures`` (the serial replay's
+    isolation: a session that fails is reported, its group's other sessions still replayed).
+
+    ``process``: a main session and its sub-agents replay as one process (`replay_process`), and a group
+    that fails is reported under its main session; a group without exactly one main session, or of one
+    session, replays its sessions alone."""
+    mains = [s for s in group if not s.is_subagent]
+    if process and len(mains) == 1 and len(group) > 1:
+        try:
+            return list(replay_process(list(group), strategy, estimator=estimator))
+        except Exception as exc:
+            if _debug():
+                raise
+            failures.append(SessionFailure.of(_lead(list(group)), exc))
+            return []
+    results: list[ReplayResult] = []
+    for session in group:
+        try:
+            results.append(replay_session(session, strategy, estimator=estimator))
+        except Exception as exc:
+            if _debug():
+                raise
+            failures.append(SessionFailure.of(session, exc))
+    return results
+
+
+@dataclass
+class GroupOutcome:
+    """What a worker sends back for one group: its results, its failures and its part of the load report."""
+
+    results: list[ReplayResult] = field(default_factory=list)
+    failures: list[SessionFailure] = field(default_factory=list)
+    report: LoadReport = field(default_factory=LoadReport)
+    records: int = 0
+
+
+def replay_planned_group(
+    group: Sequence[PlannedFile], strategy: Any, *, estimator: str, fmt: str | None, process: bool
+) -> GroupOutcome:
+    """Load one planned group by path and replay it (the body of a worker's task)."""
+    outcome = GroupOutcome()
+    sessions = [session for _, session in load_planned_group(group, fmt, outcome.report)]
+    outcome.records = sum(len(s.records) for s in sessions)
+    if sessions:
+        outcome.results = replay_loaded_group(
+            sessions, strategy, estimator=estimator, process=process, failures=outcome.failures
+        )
+    return outcome
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(strategy: Any, estimator: str, fmt: str | None, process: bool) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER.update(strategy=strategy, estimator=estimator, fmt=fmt, process=process)
+
+
+def _task(group: list[PlannedFile]) -> GroupOutcome:
+    return replay_planned_group(
+        group, _WORKER["strategy"], estimator=_WORKER["estimator"], fmt=_WORKER["fmt"], process=_WORKER["process"]
+    )
+
+
+class ParallelReplay:
+    """The replay of ``paths`` through ``strategy`` by ``workers`` processes.
+
+    Iterate `results` once; afterwards ``report`` holds the load report (files, ignored files and errors
+    in the serial order), ``records`` the number of records read and ``failures`` the failed sessions,
+    as the serial replay leaves them. ``fmt`` must be a loader name or None (checked before any worker
+    starts: a bad name is a `TranscriptError`, as `load_paths` raises)."""
+
+    def __init__(
+        self,
+        paths: Iterable[Path | str],
+        strategy: Any,
+        *,
+        workers: int,
+        estimator: str = "claude-rough",
+        fmt: str | None = None,
+        process: bool = False,
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"--workers must be a positive number of worker processes, got {workers!r}")
+        self.workers = workers
+        self.paths, self.strategy, self.estimator, self.fmt, self.process = (
+            list(paths),
+            strategy,
+            estimator,
+            fmt,
+            process,
+        )
+        self.report = LoadReport()
+        self.records = 0
+        self.failures: list[SessionFailure] = []
+        if fmt:
+            from ..transcript.registry import get_loader
+
+            get_loader(fmt)
+
+    def results(self, progress: str | None = None) -> Iterator[ReplayResult]:
+        """The results in the serial replay's order, as the workers finish them. ``progress``: a tqdm bar
+        over the groups (their number is known from the plan)."""
+        groups = plan_groups(self.paths, self.report)
+        bar = None
+        if progress is not None:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(groups), desc=progress, unit="group")
+        # fork on Linux, spawn elsewhere: the rule of the sweep's local executor (`experiments.executors`,
+        # which this lower layer does not import)
+        context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, max(1, len(groups))),
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(self.strategy, self.estimator, self.fmt, self.process),
+        )
+        pending: deque[Future[GroupOutcome]] = deque()
+        todo = iter(groups)
+        finished = False
+        try:
+            for group in todo:
+                pending.append(pool.submit(_task, group))
+                if len(pending) >= 2 * self.workers:
+                    break
+            while pending:
+                outcome = pending.popleft().result()
+                for group in todo:  # keep the pool fed: one new group for each one handed on
+                    pending.append(pool.submit(_task, group))
+                    break
+                self._merge(outcome)
+                if bar is not None:
+                    bar.update(1)
+                yield from outcome.results
+                del outcome
+            finished = True
+        finally:
+            if not finished:  # interrupted, a task failed (WORKBENCH_DEBUG), or the consumer stopped early
+                _stop(pool)
+            pool.shutdown(wait=True, cancel_futures=True)
+            if bar is not None:
+                bar.close()
+
+    def _merge(self, outcome: GroupOutcome) -> None:
+        self.report.files += outcome.report.files
+        self.report.ignored += outcome.report.ignored
+        self.report.errors += outcome.report.errors
+        self.records += outcome.records
+        self.failures += outcome.failures
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now: a group being replayed is not waited for."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+    for worker in workers:
+        worker.join(timeout=10)
