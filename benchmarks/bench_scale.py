@@ -119,8 +119,9 @@ def _size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*.jsonl")) / 1e6
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall s, peak RSS MB, stdout) of one child process."""
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str, float]:
+    """(wall s, peak RSS MB, stdout, CPU s) of one child process (CPU: user + system of the child and the
+    children it waited for, e.g. a replay's or a sweep's worker processes)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=ROOT)
@@ -132,7 +133,7 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
         text, errors = out.read().decode(), err.read().decode()
     if child.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:4])} … exited {child.returncode}: {errors[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, text
+    return wall, usage.ru_maxrss / 1024, text, usage.ru_utime + usage.ru_stime
 
 
 def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, float]]:
@@ -145,9 +146,9 @@ def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, fl
     rows: dict[str, dict[str, float]] = {}
 
     def row(name: str, argv: list[str], run_env: dict[str, str] = env) -> str:
-        wall, rss, text = _run(argv, run_env)
+        wall, rss, text, cpu = _run(argv, run_env)
         speed = None if name == "start-up" else round(size / wall, 1)  # start-up reads no corpus
-        rows[name] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss), "mb_per_s": speed}
+        rows[name] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss), "mb_per_s": speed}
         return text
 
     row("floor", [python, "-c", FLOOR, str(corpus)])
@@ -164,9 +165,10 @@ def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, fl
         spec.write_text(SPEC.format(corpus=json.dumps(str(corpus))))
         shutil.rmtree(work / "store", ignore_errors=True)
         row("sweep", [*workbench, "sweep", str(spec), "--store", str(work / "store"), "--json"])
-    floor = rows["floor"]["wall_s"]
+    floor, floor_cpu = rows["floor"]["wall_s"], rows["floor"]["cpu_s"]
     for values in rows.values():
         values["x_floor"] = round(values["wall_s"] / floor, 2)
+        values["cpu_x_floor"] = round(values["cpu_s"] / floor_cpu, 2)
     rows["ingest warm"]["cold_over_warm"] = round(rows["ingest cold"]["wall_s"] / rows["ingest warm"]["wall_s"], 1)
     return {"corpus_mb": round(size, 1), **rows}  # type: ignore[dict-item]
 
@@ -191,7 +193,7 @@ def _planning(base: Path, sessions: int) -> dict[str, dict[str, float]]:
         ("plan warm", [sys.executable, "-c", PLAN, str(spec)]),
         ("hold all sessions", [sys.executable, "-c", HOLD, str(corpus)]),
     ):
-        wall, rss, text = _run(argv, {**env, "WORKBENCH_SESSION_CACHE": "0"} if name.startswith("hold") else env)
+        wall, rss, text, _ = _run(argv, {**env, "WORKBENCH_SESSION_CACHE": "0"} if name.startswith("hold") else env)
         rows[name] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss), "output": text.strip()}
     shutil.rmtree(corpus)
     return {"sessions": sessions, "corpus_mb": round(_size_mb(seed) * sessions, 1), **rows}  # type: ignore[dict-item]
@@ -221,7 +223,7 @@ def _tiny_lines(base: Path, count: int) -> dict[str, float]:
         ("ingest", [sys.executable, "-m", "workbench.cli", "ingest", "--json", str(path)]),
         ("wb.load", [sys.executable, "-c", TINY_LOAD, str(path)]),
     ):
-        wall, rss, _ = _run(argv, env)
+        wall, rss, _, _ = _run(argv, env)
         out[f"{name} wall_s"] = round(wall, 1)
         out[f"{name} peak_rss_mb"] = round(rss)
         out[f"{name} x_size"] = round(rss / size, 1)
@@ -283,12 +285,12 @@ def main() -> None:
 
 def _print_row(label: str, result: dict) -> None:
     print(f"\n{label}: {result['corpus_mb']:,.1f} MB of JSONL")
-    print(f"  {'step':<12}{'wall s':>9}{'peak RSS MB':>13}{'MB/s':>9}{'x floor':>9}")
+    print(f"  {'step':<16}{'wall s':>9}{'CPU s':>8}{'peak RSS MB':>13}{'MB/s':>9}{'x floor':>9}{'CPU x':>7}")
     for name, row in result.items():
         if isinstance(row, dict):
-            timing = f"{row['wall_s']:>9.2f}{row['peak_rss_mb']:>13,.0f}"
+            timing = f"{row['wall_s']:>9.2f}{row['cpu_s']:>8.2f}{row['peak_rss_mb']:>13,.0f}"
             speed = "-" if row["mb_per_s"] is None else f"{row['mb_per_s']:.1f}"
-            print(f"  {name:<12}{timing}{speed:>9}{row['x_floor']:>9.2f}")
+            print(f"  {name:<16}{timing}{speed:>9}{row['x_floor']:>9.2f}{row['cpu_x_floor']:>7.2f}")
     sys.stdout.flush()
 
 

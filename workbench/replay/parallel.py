@@ -9,26 +9,20 @@ sessions that failed. The driver hands the results on **in group order**, which 
 order, so the output is the same as without workers (``replay --json`` byte-identical, a test checks it).
 
 Memory: a worker holds one group at a time; the driver holds no session, only the rows of at most
-``2 × workers`` groups waiting for their turn (a slow group does not let the others pile up behind it).
-Workers start with ``fork`` on Linux (they inherit the imported modules and the strategy) and ``spawn``
-elsewhere, as a sweep's local executor's do (`workbench.experiments.executors.local_start_method`); token
-counts are shared through the token cache's SQLite file, which tolerates concurrent writers. Workers ignore
-SIGINT: Ctrl-C reaches the driver, which stops them (no traceback from each worker).
+``2 × workers`` groups waiting for their turn (`workbench.pool.ordered_map`, which also says how workers
+start and stop). Token counts are shared through the token cache's SQLite file, which tolerates
+concurrent writers.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
-import sys
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..isolation import SessionFailure, _debug, _lead
+from ..pool import check_workers, ordered_map
 from ..transcript.model import Session
 from ..transcript.registry import LoadReport, PlannedFile, load_planned_group, plan_groups
 from .engine import ReplayResult, replay_process, replay_session
@@ -93,7 +87,6 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(strategy: Any, estimator: str, fmt: str | None, process: bool) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER.update(strategy=strategy, estimator=estimator, fmt=fmt, process=process)
 
 
@@ -104,7 +97,7 @@ def _task(group: list[PlannedFile]) -> GroupOutcome:
 
 
 class ParallelReplay:
-    """The replay of ``paths`` through ``strategy`` by ``workers`` processes.
+    """The replay of ``paths`` through ``strategy`` by ``workers`` processes (`workbench.pool.ordered_map`).
 
     Iterate `results` once; afterwards ``report`` holds the load report (files, ignored files and errors
     in the serial order), ``records`` the number of records read and ``failures`` the failed sessions,
@@ -121,16 +114,9 @@ class ParallelReplay:
         fmt: str | None = None,
         process: bool = False,
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"--workers must be a positive number of worker processes, got {workers!r}")
-        self.workers = workers
-        self.paths, self.strategy, self.estimator, self.fmt, self.process = (
-            list(paths),
-            strategy,
-            estimator,
-            fmt,
-            process,
-        )
+        self.workers = check_workers(workers)
+        self.paths, self.strategy, self.estimator = list(paths), strategy, estimator
+        self.fmt, self.process = fmt, process
         self.report = LoadReport()
         self.records = 0
         self.failures: list[SessionFailure] = []
@@ -143,43 +129,28 @@ class ParallelReplay:
         """The results in the serial replay's order, as the workers finish them. ``progress``: a tqdm bar
         over the groups (their number is known from the plan)."""
         groups = plan_groups(self.paths, self.report)
+        if not groups:
+            return
         bar = None
         if progress is not None:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(groups), desc=progress, unit="group")
-        # fork on Linux, spawn elsewhere: the rule of the sweep's local executor (`experiments.executors`,
-        # which this lower layer does not import)
-        context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        pool = ProcessPoolExecutor(
-            max_workers=min(self.workers, max(1, len(groups))),
-            mp_context=context,
-            initializer=_init_worker,
-            initargs=(self.strategy, self.estimator, self.fmt, self.process),
-        )
-        pending: deque[Future[GroupOutcome]] = deque()
-        todo = iter(groups)
-        finished = False
         try:
-            for group in todo:
-                pending.append(pool.submit(_task, group))
-                if len(pending) >= 2 * self.workers:
-                    break
-            while pending:
-                outcome = pending.popleft().result()
-                for group in todo:  # keep the pool fed: one new group for each one handed on
-                    pending.append(pool.submit(_task, group))
-                    break
+            outcomes = ordered_map(
+                _task,
+                groups,
+                min(self.workers, len(groups)),
+                initializer=_init_worker,
+                initargs=(self.strategy, self.estimator, self.fmt, self.process),
+            )
+            for outcome in outcomes:
                 self._merge(outcome)
                 if bar is not None:
                     bar.update(1)
                 yield from outcome.results
                 del outcome
-            finished = True
         finally:
-            if not finished:  # interrupted, a task failed (WORKBENCH_DEBUG), or the consumer stopped early
-                _stop(pool)
-            pool.shutdown(wait=True, cancel_futures=True)
             if bar is not None:
                 bar.close()
 
@@ -189,14 +160,3 @@ class ParallelReplay:
         self.report.errors += outcome.report.errors
         self.records += outcome.records
         self.failures += outcome.failures
-
-
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now: a group being replayed is not waited for."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers:
-        if worker.is_alive():
-            worker.terminate()
-    for worker in workers:
-        worker.join(timeout=10)
