@@ -272,16 +272,57 @@ def file_summaries(
     format: str | None = None,
     report: LoadReport | None = None,
     keep_sessions: bool = False,
+    workers: int = 1,
 ) -> Iterator[tuple[Path, FileSummary]]:
     """``(file, FileSummary)`` per transcript file, from the parsed-session cache when the file is
     unchanged (then nothing is parsed), with the same errors and ignored files as `load_paths`.
-    ``keep_sessions``: a file that is parsed also gets its sessions cached (a sweep's workers read them)."""
+    ``keep_sessions``: a file that is parsed also gets its sessions cached (a sweep's workers read them).
+
+    ``workers`` > 1: the files are read by that many processes (`workbench.pool.ordered_map`), each file
+    alone; the summaries and the report come out as with one (the same order, the same entries)."""
     report = report if report is not None else LoadReport()
     forced = _prepare(format)
+    if workers != 1:
+        yield from _pooled_summaries(paths, format, report, keep_sessions, workers)
+        return
     for path, named in iter_files(list(paths), report):
         found = _load_file(path, named, forced, report, summary="keep" if keep_sessions else True)
         if found is not None:
             yield path, found
+
+
+def _pooled_summaries(
+    paths: Iterable[Path | str], format: str | None, report: LoadReport, keep_sessions: bool, workers: int
+) -> Iterator[tuple[Path, FileSummary]]:
+    """`file_summaries` by worker processes. The walk's errors are put back where one process reports
+    them: before the first file found after them."""
+    from ..pool import check_workers, ordered_map
+
+    check_workers(workers)
+    walk = LoadReport()
+    files: list[tuple[Path, bool, int, int]] = []  # with the walk's error and ignored counts before it
+    for path, named in iter_files(list(paths), walk):
+        files.append((path, named, len(walk.errors), len(walk.ignored)))
+    done_errors = done_ignored = 0
+    tasks = [(path, named, format, keep_sessions) for path, named, _, _ in files]
+    for (path, _, errors, ignored), (found, part) in zip(
+        files, ordered_map(_summary_task, tasks, max(1, min(workers, len(tasks)))), strict=True
+    ):
+        report.errors += walk.errors[done_errors:errors] + part.errors
+        report.ignored += walk.ignored[done_ignored:ignored] + part.ignored
+        report.files += part.files
+        done_errors, done_ignored = errors, ignored
+        if found is not None:
+            yield path, found
+    report.errors += walk.errors[done_errors:]
+    report.ignored += walk.ignored[done_ignored:]
+
+
+def _summary_task(task: tuple[Path, bool, str | None, bool]) -> tuple[FileSummary | None, LoadReport]:
+    path, named, format, keep_sessions = task
+    part = LoadReport()
+    found = _load_file(path, named, _prepare(format), part, summary="keep" if keep_sessions else True)
+    return found, part
 
 
 def _prepare(format: str | None) -> Loader | None:
