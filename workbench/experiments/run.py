@@ -25,6 +25,7 @@ Failures and faults (issue #13):
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from collections import defaultdict
@@ -48,7 +49,7 @@ from .cells import (
     run_task,
 )
 from .claims import live_claims, store_lock
-from .executors import executor_kind, make_executor
+from .executors import check_workers, executor_kind, make_executor
 from .spec import GridPoint, ResolvedSpec, SpecError, load_spec, sample_sessions
 from .store import ResultStore
 
@@ -104,23 +105,22 @@ class SweepResult:
         return data
 
 
-def plan_sweep(spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | None = None) -> SweepPlan:
+def plan_sweep(
+    spec: ResolvedSpec | str | Path, points: Sequence[GridPoint] | None = None, *, workers: int = 1
+) -> SweepPlan:
     """List the cells of the spec's corpus (``points`` narrows the grid, e.g. to one config).
 
     Planned from per-session metadata (`workbench.transcript.summary.SessionInfo`: id, file,
     fingerprint, record count), read file by file from the parsed-session cache: an unchanged corpus is
     not parsed at all, a new or changed file is parsed once, alone (its sessions are cached for the
     workers, then dropped), so planning holds no session in memory. The workers read the sessions by path.
+    ``workers`` > 1: the files are read by that many processes (`file_summaries`; the plan is the same).
     """
     from ..transcript.registry import file_summaries
 
     resolved = spec if isinstance(spec, ResolvedSpec) else load_spec(spec)
-    sessions = [
-        info
-        for _, summary in file_summaries(resolved.corpus, format=resolved.spec.format, keep_sessions=True)
-        for info in summary.sessions
-        if info.n_records
-    ]
+    summaries = file_summaries(resolved.corpus, format=resolved.spec.format, keep_sessions=True, workers=workers)
+    sessions = [info for _, summary in summaries for info in summary.sessions if info.n_records]
     if not sessions:
         where = ", ".join(str(p) for p in resolved.corpus)
         raise SpecError(f"{resolved.path}: corpus: no transcripts with records in {where}")
@@ -245,7 +245,9 @@ def run_sweep(
 
     started = time.time()
     executor_kind(executor)
-    plan = plan or plan_sweep(spec, points)
+    check_workers(workers)
+    # a local sweep plans with its workers too: a new corpus is parsed by them, file by file
+    plan = plan or plan_sweep(spec, points, workers=(workers or os.cpu_count() or 1) if executor == "local" else 1)
     results = ResultStore(store)
     problems = results.tidy()
     unique = {cell.id: cell for cell in plan.cells}
