@@ -2,54 +2,119 @@
 
 Exit codes (README "Exit codes"): 0 when anything could be read and processed (bad lines, unreadable
 files and failed sessions are reported, not fatal), 1 when nothing could (missing path, no transcript,
-every session failed), 2 for bad arguments or configs, 130 when interrupted. Never a traceback.
+every session failed), 2 for bad arguments or configs (a usage error is one line naming the option),
+130 when interrupted. Never a traceback (``WORKBENCH_DEBUG=1`` shows it).
 
 The commands live by concern: `workbench.cli_corpus` (ingest, tokens, export, validate, invariants),
 `workbench.cli_results` (strategies, replay, recovery, report), `workbench.cli_sweep` (sweep, tune, demo);
-shared argument types and helpers in `workbench.cli_common`.
+the command table, shared argument types and helpers in `workbench.cli_common`.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
-
-import typer
+from typing import Any, NoReturn
 
 from . import cli_corpus, cli_results, cli_sweep
+from .cli_common import Command, echo
 from .cli_corpus import ingest_report
 
-__all__ = ["app", "ingest_report", "main"]
+__all__ = ["COMMANDS", "build_parser", "ingest_report", "main", "parse"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-cli_corpus.register(app)
-cli_results.register(app)
-cli_sweep.register(app)
+COMMANDS: tuple[Command, ...] = (*cli_corpus.COMMANDS, *cli_results.COMMANDS, *cli_sweep.COMMANDS)
 
 
-def main() -> None:
-    """Entry point. An unexpected error prints one line (set ``WORKBENCH_DEBUG=1`` for the traceback)."""
+class _Parser(argparse.ArgumentParser):
+    """argparse with click's habits: a usage error is one line naming the option (exit 2), no prefix
+    abbreviations of long options (``--jso`` is an error, not ``--json``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(**kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written (paragraphs kept); an option's default shown when it is a value (not
+    None, not a flag's False), as typer showed ``[default: …]``; names up to 30 columns wide share their
+    help's line."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("max_help_position", 32)
+        super().__init__(prog, **kwargs)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            action.option_strings
+            and action.default not in (None, False, argparse.SUPPRESS)
+            and "%(default)" not in text
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``workbench`` parser and each command's parser (for ``--help`` and parsing), from `COMMANDS`."""
+    parser = _Parser(prog="workbench", description=__doc__)
+    sub = parser.add_subparsers(
+        title="commands", metavar="COMMAND", dest="command", required=True, parser_class=_Parser
+    )
+    parsers = {}
+    for command in COMMANDS:
+        child = sub.add_parser(command.name, help=command.summary.replace("%", "%%"), description=command.description)
+        for row in command.args:
+            child.add_argument(*row.flags, **row.options)
+        parsers[command.name] = child
+    return parser, parsers
+
+
+def parse(argv: list[str]) -> tuple[Command, dict[str, Any]]:
+    """The command ``argv`` names and its arguments as keywords for its function.
+
+    Options and positional arguments may come in any order (``ingest a --json b``), as with typer:
+    the command's own parser is argparse's intermixed one. No arguments prints the help and exits 2 (as
+    typer did). ``--help`` exits 0; a usage error exits 2 with one line naming the option or argument.
+    """
+    parser, parsers = build_parser()
+    if not argv:
+        parser.print_help()
+        raise SystemExit(2)
+    by_name = {c.name: c for c in COMMANDS}
+    if argv[0] not in by_name:
+        parser.parse_args(argv)  # --help (exit 0), or an unknown command or option (exit 2, naming it)
+        parser.error("a command is needed")  # pragma: no cover (argparse exits above: COMMAND is required)
+    namespace = parsers[argv[0]].parse_intermixed_args(argv[1:])
+    return by_name[argv[0]], vars(namespace)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run ``workbench ARGV`` (default ``sys.argv[1:]``) and exit with its code.
+
+    An unexpected error prints one line (set ``WORKBENCH_DEBUG=1`` for the traceback); Ctrl-C exits 130;
+    a closed pipe (the reader of ``workbench … | head`` gone) exits 0 quietly.
+    """
     import os
 
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
-    except BrokenPipeError:
+        command, options = parse(args)
+        command.run(**options)
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
         sys.exit(0)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        typer.echo("aborted", err=True)
+    except KeyboardInterrupt:
+        echo("aborted", err=True)
         sys.exit(130)
     except Exception as exc:
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # click usage errors: bad options, arguments
-            exc.show()
-            sys.exit(exc.exit_code)
         if os.environ.get("WORKBENCH_DEBUG"):
             raise
-        typer.echo(
-            f"error: {type(exc).__name__}: {exc} (internal error; WORKBENCH_DEBUG=1 shows the traceback)", err=True
-        )
+        echo(f"error: {type(exc).__name__}: {exc} (internal error; WORKBENCH_DEBUG=1 shows the traceback)", err=True)
         sys.exit(1)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

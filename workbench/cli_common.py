@@ -1,33 +1,116 @@
-"""Shared pieces of the ``workbench`` commands: argument types, output, loading and error reporting.
+"""Shared pieces of the ``workbench`` commands: the declarative command table, argument types, output,
+loading and error reporting.
+
+The command line is the standard library's `argparse` (it was typer until typer's start-up, ~0.2 s of
+every command for building a pydantic adapter per parameter, made a warm ``ingest`` mostly start-up;
+README "Command line"). Each ``cli_*`` module declares its commands as `Command` rows (name, function,
+arguments as `arg` rows); `workbench.cli` builds one parser from them. A command's function receives the
+parsed arguments as keywords and imports what it needs when it runs, so parsing ``ingest`` imports no
+pandas, pydantic or replay engine. This module itself imports only the standard library at load time.
 
 Exit codes (README "Exit codes"): 0 when anything could be read and processed (bad lines, unreadable
 files and failed sessions are reported, not fatal), 1 when nothing could (missing path, no transcript,
-every session failed), 2 for bad arguments or configs, 130 when interrupted. Never a traceback.
+every session failed), 2 for bad arguments or configs, 130 when interrupted. Never a traceback. A command
+ends early with `fail` (one ``error:`` line on stderr, then `SystemExit` with the code).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
+if TYPE_CHECKING:
+    from .isolation import SessionFailure
+    from .transcript import LoadReport, Session
 
-from .isolation import SessionFailure
-from .transcript import LoadReport, Session, TranscriptError, load_paths
-from .transcript.registry import get_loader, load_groups
+__all__ = [
+    "FORMAT",
+    "JSON",
+    "PATHS",
+    "Arg",
+    "Command",
+    "arg",
+    "at_least_one",
+    "echo",
+    "fail",
+]
 
-PathsArg = Annotated[list[Path], typer.Argument(help="Transcript files or folders.", show_default=False)]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-FormatOpt = Annotated[str | None, typer.Option("--format", help="Force a loader instead of auto-detection.")]
+
+# ------------------------------------------------------------------ the command table
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One `argparse.ArgumentParser.add_argument` call: its names (or positional name) and keywords."""
+
+    flags: tuple[str, ...]
+    options: Mapping[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    """An argument row: ``arg("--window", type=int, default=200_000, help=...)``, as `add_argument` takes it."""
+    return Arg(flags, options)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A ``workbench`` command: its name, the function that runs it (keyword per argument ``dest``) and
+    its arguments. The help is the function's docstring (its first paragraph in the command list)."""
+
+    name: str
+    run: Callable[..., None]
+    args: tuple[Arg, ...] = field(default=())
+
+    @property
+    def description(self) -> str:
+        import inspect
+
+        return inspect.cleandoc(self.run.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return " ".join(self.description.split("\n\n", 1)[0].split())
+
+
+def at_least_one(text: str) -> int:
+    """An int option's type with ``min=1``: ``--workers 0`` is a usage error (exit 2) naming the option."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+PATHS = arg("paths", nargs="+", type=Path, metavar="PATH", help="Transcript files or folders.")
+JSON = arg("--json", dest="as_json", action="store_true", help="Print machine-readable JSON.")
+FORMAT = arg("--format", dest="fmt", metavar="NAME", help="Force a loader instead of auto-detection.")
+
+
+# ------------------------------------------------------------------ output and errors
+
+
+def echo(text: str, err: bool = False) -> None:
+    """One message and a newline on stdout (or stderr), flushed so the two streams stay in order."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(f"{text}\n")
+    stream.flush()
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """End the command: ``error: MESSAGE`` on stderr, exit ``code`` (1 nothing readable, 2 bad arguments)."""
+    echo(f"error: {message}", err=True)
+    raise SystemExit(code)
 
 
 def _emit(data: dict[str, Any], as_json: bool, human: str) -> None:
-    if as_json:
-        typer.echo(json.dumps(data, indent=2, default=str))
-    else:
-        typer.echo(human)
+    echo(json.dumps(data, indent=2, default=str) if as_json else human)
 
 
 def _rows(frame: Any) -> list[dict[str, Any]]:
@@ -35,44 +118,51 @@ def _rows(frame: Any) -> list[dict[str, Any]]:
     return json.loads(frame.to_json(orient="records")) if len(frame) else []
 
 
+# ------------------------------------------------------------------ loading (the transcript package on first use)
+
+
 def _load(paths: list[Path], fmt: str | None) -> tuple[list[Session], LoadReport]:
+    from .transcript import LoadReport, TranscriptError, load_paths
+
     report = LoadReport()
     try:
         sessions = list(load_paths(paths, format=fmt, report=report))
     except (TranscriptError, ValueError) as exc:  # unknown --format, a bad WORKBENCH_MAX_LINE_BYTES
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2)
     return sessions, report
 
 
 def _finish(failures: list[SessionFailure], succeeded: int) -> None:
     """Report the sessions that failed (one line each); exit 1 when none succeeded."""
     for failure in failures:
-        typer.echo(f"error: {failure}", err=True)
+        echo(f"error: {failure}", err=True)
     if failures and not succeeded:
-        typer.echo(f"error: all {len(failures)} session(s) failed", err=True)
-        raise typer.Exit(1)
+        fail(f"all {len(failures)} session(s) failed", 1)
+
+
+def _report_errors(report: LoadReport) -> None:
+    for error in report.errors:
+        echo(f"error: {error['file']}: {error['reason']}", err=True)
 
 
 def _fail_if_nothing(sessions: list[Session], report: LoadReport) -> None:
-    for error in report.errors:
-        typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+    _report_errors(report)
     if not any(s.records for s in sessions):
-        typer.echo("error: no transcript records could be read", err=True)
-        raise typer.Exit(1)
+        fail("no transcript records could be read", 1)
 
 
 def _check_load_args(fmt: str | None) -> None:
     """Exit 2 for an unknown --format or a bad WORKBENCH_MAX_LINE_BYTES, before anything is read."""
+    from .transcript import TranscriptError
     from .transcript.files import max_line_bytes
+    from .transcript.registry import get_loader
 
     try:
         if fmt:
             get_loader(fmt)
         max_line_bytes()
     except (TranscriptError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2)
 
 
 class _Stream:
@@ -80,12 +170,16 @@ class _Stream:
     (`workbench.transcript.load_groups`), so a command holds one group in memory, not the corpus."""
 
     def __init__(self, paths: list[Path], fmt: str | None) -> None:
+        from .transcript import LoadReport
+
         _check_load_args(fmt)
         self.paths, self.fmt = paths, fmt
         self.report = LoadReport()
         self.records = 0
 
     def groups(self) -> Iterator[list[Session]]:
+        from .transcript.registry import load_groups
+
         for group in load_groups(self.paths, format=self.fmt, report=self.report):
             self.records += sum(len(s.records) for s in group)
             yield group
@@ -98,11 +192,9 @@ class _Stream:
 
     def fail_if_nothing(self) -> None:
         """After the stream: the load errors (one line each); exit 1 when no record could be read."""
-        for error in self.report.errors:
-            typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+        _report_errors(self.report)
         if not self.records:
-            typer.echo("error: no transcript records could be read", err=True)
-            raise typer.Exit(1)
+            fail("no transcript records could be read", 1)
 
 
 def _parse_sets(items: list[str] | None) -> dict[str, Any]:

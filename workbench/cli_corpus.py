@@ -1,27 +1,45 @@
 """``workbench ingest``, ``tokens``, ``export``, ``validate`` and ``invariants``: the commands over
-transcripts (registered on the main app by `register`)."""
+transcripts (rows of `COMMANDS`, the table `workbench.cli` builds its parser from).
+
+Importing this module costs nothing beyond `workbench.cli_common`: each command imports what it needs
+when it runs (``ingest`` the transcript package, ``tokens`` pandas, ``validate`` the API study).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+from .cli_common import (
+    FORMAT,
+    JSON,
+    PATHS,
+    Command,
+    _check_load_args,
+    _emit,
+    _fail_if_nothing,
+    _finish,
+    _load,
+    _report_errors,
+    _Stream,
+    arg,
+    fail,
+)
 
-from .cli_common import FormatOpt, JsonOpt, PathsArg, _check_load_args, _emit, _fail_if_nothing, _finish, _load, _Stream
-from .isolation import SessionFailure, each_session, fold_sessions, stream_sessions
-from .transcript import LoadReport, Session
-from .transcript.export import ExportError, check_destination, plan_export, session_bytes, write_atomic
-from .transcript.registry import file_summaries
-from .transcript.summary import FileSummary, file_summary
+if TYPE_CHECKING:
+    from .isolation import SessionFailure
+    from .transcript import LoadReport, Session
+    from .transcript.summary import FileSummary
 
-__all__ = ["ingest_report", "register"]
+__all__ = ["COMMANDS", "ingest_report"]
 
 
 def ingest_report(sessions: list[Session], report: LoadReport) -> dict[str, Any]:
     """The ``workbench ingest`` summary (``lines == records + len(skipped)``) of loaded sessions."""
+    from .transcript.summary import file_summary
+
     return _ingest_data([file_summary(sessions)], report)
 
 
@@ -60,11 +78,14 @@ def _ingest_data(summaries: Iterable[FileSummary], report: LoadReport) -> dict[s
     }
 
 
-def ingest(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
+def ingest(paths: list[Path], as_json: bool = False, fmt: str | None = None) -> None:
     """Load transcripts and report every line: kept as a record or skipped with file, line and reason.
 
     Files are read one at a time; an unchanged file's summary comes from the parsed-session cache
     (`workbench.transcript.session_cache`: nothing is parsed)."""
+    from .transcript import LoadReport
+    from .transcript.registry import file_summaries
+
     _check_load_args(fmt)
     report = LoadReport()
     data = _ingest_data((summary for _, summary in file_summaries(paths, format=fmt, report=report)), report)
@@ -78,31 +99,24 @@ def ingest(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> 
     lines += [f"warning {w['file']}:{w['line']}: {w['reason']}" for w in data["warnings"]]
     lines += [f"ignored {i['file']}: {i['reason']}" for i in data["ignored"]]
     _emit(data, as_json, "\n".join(lines))
-    for error in report.errors:
-        typer.echo(f"error: {error['file']}: {error['reason']}", err=True)
+    _report_errors(report)
     if not data["records"]:
-        typer.echo("error: no transcript records could be read", err=True)
-        raise typer.Exit(1)
+        fail("no transcript records could be read", 1)
 
 
 def tokens(
-    paths: PathsArg,
-    estimator: Annotated[
-        list[str] | None, typer.Option("--estimator", "-e", help="Estimator name (repeatable); default: all.")
-    ] = None,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
+    paths: list[Path], estimator: list[str] | None = None, as_json: bool = False, fmt: str | None = None
 ) -> None:
     """Calibrate the estimators against the context size recorded at every API call."""
     import pandas as pd
 
+    from .isolation import stream_sessions
     from .tokens.calibration import boundary_table, calibration_frame, calibration_summary
 
     try:
         empty = calibration_frame([], estimator)  # checks the estimator names
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2)
     stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
     frames, tables, done = [], [], 0
@@ -134,17 +148,14 @@ def tokens(
     _finish(failures, done)
 
 
-def export(
-    paths: PathsArg,
-    out: Annotated[Path, typer.Option("--out", help="Output folder (not an input, nor inside one).")],
-    force: Annotated[bool, typer.Option("--force", help="Overwrite files that already exist in --out.")] = False,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
-) -> None:
+def export(paths: list[Path], out: Path, force: bool = False, as_json: bool = False, fmt: str | None = None) -> None:
     """Write each session to its own JSONL file (unmodified Claude Code sessions are byte-identical).
 
     Nothing is written when --out is an input or inside one, or (without --force) when a target exists.
     """
+    from .isolation import each_session
+    from .transcript.export import ExportError, check_destination, plan_export, session_bytes, write_atomic
+
     sessions, report = _load(paths, fmt)
     _fail_if_nothing(sessions, report)
     sessions = [s for s in sessions if not s.is_inline]  # inline sub-agents: their lines are the main session's
@@ -152,8 +163,7 @@ def export(
     try:
         check_destination(out, paths, targets, (s.source for s in sessions), force=force)
     except ExportError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2)
     target_of = {id(s): t for s, t in zip(sessions, targets, strict=True)}
     failures: list[SessionFailure] = []
     done = each_session(
@@ -165,16 +175,10 @@ def export(
     _finish(failures, len(done))
 
 
-def validate(
-    paths: PathsArg,
-    no_repair: Annotated[
-        bool, typer.Option("--no-repair", help="Validate the normalized request without repair.")
-    ] = False,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
-) -> None:
+def validate(paths: list[Path], no_repair: bool = False, as_json: bool = False, fmt: str | None = None) -> None:
     """Validate the request Claude Code would have sent before every recorded API call."""
     from .api.study import ValidateStudy
+    from .isolation import fold_sessions
 
     stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
@@ -195,9 +199,10 @@ def validate(
     _finish(failures, len(used))
 
 
-def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
+def invariants(paths: list[Path], as_json: bool = False, fmt: str | None = None) -> None:
     """The naive-cut study: violation rates of cuts at every index and at keep-window cut points."""
     from .api.study import InvariantsStudy
+    from .isolation import fold_sessions
 
     stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
@@ -218,10 +223,44 @@ def invariants(paths: PathsArg, as_json: JsonOpt = False, fmt: FormatOpt = None)
     _finish(failures, len(used))
 
 
-def register(app: typer.Typer) -> None:
-    """Add the transcript commands to the ``workbench`` app."""
-    app.command()(ingest)
-    app.command()(tokens)
-    app.command()(export)
-    app.command()(validate)
-    app.command()(invariants)
+COMMANDS = (
+    Command("ingest", ingest, (PATHS, JSON, FORMAT)),
+    Command(
+        "tokens",
+        tokens,
+        (
+            PATHS,
+            arg(
+                "-e",
+                "--estimator",
+                action="append",
+                metavar="NAME",
+                help="Estimator name (repeatable); default: all.",
+            ),
+            JSON,
+            FORMAT,
+        ),
+    ),
+    Command(
+        "export",
+        export,
+        (
+            PATHS,
+            arg("--out", type=Path, required=True, metavar="DIR", help="Output folder (not an input, nor inside one)."),
+            arg("--force", action="store_true", help="Overwrite files that already exist in --out."),
+            JSON,
+            FORMAT,
+        ),
+    ),
+    Command(
+        "validate",
+        validate,
+        (
+            PATHS,
+            arg("--no-repair", action="store_true", help="Validate the normalized request without repair."),
+            JSON,
+            FORMAT,
+        ),
+    ),
+    Command("invariants", invariants, (PATHS, JSON, FORMAT)),
+)

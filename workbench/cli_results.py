@@ -1,33 +1,41 @@
 """``workbench strategies``, ``replay``, ``recovery`` and ``report``: the commands that replay and score
-(registered on the main app by `register`)."""
+(rows of `COMMANDS`, the table `workbench.cli` builds its parser from).
+
+Importing this module costs nothing beyond `workbench.cli_common`: ``replay`` imports the engine, the
+strategies and pydantic when it runs, pandas and pyarrow only for ``--out``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .cli_common import (
-    FormatOpt,
-    JsonOpt,
-    PathsArg,
+    FORMAT,
+    JSON,
+    PATHS,
+    Command,
     _emit,
     _finish,
     _parse_sets,
     _rows,
     _Stream,
+    arg,
+    echo,
+    fail,
 )
-from .isolation import SessionFailure, stream_groups, stream_sessions
-from .transcript import Session
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from .isolation import SessionFailure
+    from .transcript import Session
+
+__all__ = ["COMMANDS"]
 
 T = TypeVar("T")
 
 
-def list_strategies(as_json: JsonOpt = False) -> None:
+def list_strategies(as_json: bool = False) -> None:
     """List the registered strategies (built in and from `workbench.strategies` entry points) with their
     config schema and defaults; entry points that fail to load are listed under errors."""
     from .strategies.registry import broken_strategies, describe_strategies, get_strategy
@@ -44,37 +52,26 @@ def list_strategies(as_json: JsonOpt = False) -> None:
 
 
 def replay(
-    paths: PathsArg,
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy name (see `workbench strategies`).")],
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", help="Config override key=value (dotted keys nest).")
-    ] = None,
-    estimator: Annotated[
-        str, typer.Option(help="Per-record estimator for post-compaction accounting.")
-    ] = "claude-rough",
-    out: Annotated[Path | None, typer.Option("--out", help="Write steps.parquet and events.parquet here.")] = None,
-    process: Annotated[
-        bool,
-        typer.Option(
-            "--process",
-            help="Replay a main session and its sub-agents as one process: state the strategy shares between "
-            "agents (Claude Code's module state) is shared, calls in timestamp order.",
-        ),
-    ] = False,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
+    paths: list[Path],
+    strategy: str,
+    sets: list[str] | None = None,
+    estimator: str = "claude-rough",
+    out: Path | None = None,
+    process: bool = False,
+    as_json: bool = False,
+    fmt: str | None = None,
 ) -> None:
     """Replay sessions call by call through a compaction strategy."""
     from pydantic import ValidationError
 
+    from .isolation import stream_groups, stream_sessions
     from .replay import replay_process, replay_session
     from .strategies import create
 
     try:
         instance = create(strategy, _parse_sets(sets))
     except (ValueError, ValidationError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2)
     if estimator == "claude-context":
         estimator = "claude-rough"  # claude-context = usage + claude-rough; accounting uses its rough part
     stream = _Stream(paths, fmt)
@@ -180,22 +177,20 @@ def _replay_group_as_process(
 
 
 def recovery(
-    paths: PathsArg,
-    estimator: Annotated[str, typer.Option(help="Estimator for the re-read tokens.")] = "claude-rough",
-    validate_scores: Annotated[
-        bool, typer.Option("--validate", help="Also score the fidelity metrics against what was re-acquired.")
-    ] = False,
-    as_json: JsonOpt = False,
-    fmt: FormatOpt = None,
+    paths: list[Path],
+    estimator: str = "claude-rough",
+    validate_scores: bool = False,
+    as_json: bool = False,
+    fmt: str | None = None,
 ) -> None:
     """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated questions),
     one session group at a time (`workbench.recovery_groups`)."""
+    from .isolation import stream_groups
     from .recovery_groups import RecoveryTally, score_group
     from .tokens.estimators import estimator_names
 
     if estimator not in estimator_names():
-        typer.echo(f"error: unknown estimator {estimator!r} (known: {', '.join(estimator_names())})", err=True)
-        raise typer.Exit(2)
+        fail(f"unknown estimator {estimator!r} (known: {', '.join(estimator_names())})", 2)
     stream = _Stream(paths, fmt)
     tally = RecoveryTally()
     for part in _values(  # each group scored, then dropped before the next is read
@@ -248,47 +243,36 @@ def recovery(
 
 
 def report_command(
-    results_dir: Annotated[Path, typer.Argument(help="A `workbench replay --out` folder, or a folder of them.")],
-    as_json: JsonOpt = False,
-    window: Annotated[int, typer.Option(help="Context window for overflow counts.")] = 200_000,
-    blocking_limit: Annotated[int, typer.Option(help="Blocking limit for overflow counts.")] = 177_000,
-    baseline: Annotated[
-        str | None, typer.Option(help="Strategy the paired differences are taken against (default: recorded, none).")
-    ] = None,
-    probes: Annotated[
-        bool, typer.Option("--probes", help="Run the online judge probes on every compaction (needs a budget).")
-    ] = False,
-    probe_budget_usd: Annotated[
-        float | None, typer.Option(help="Hard budget of the probe run in USD: refuse above it, stop at it.")
-    ] = None,
-    probe_model: Annotated[str, typer.Option(help="Model that writes and answers the probes.")] = "claude-sonnet-4-6",
-    probe_judge_model: Annotated[str | None, typer.Option(help="Judge model (default: --probe-model).")] = None,
-    probe_kinds: Annotated[
-        list[str] | None, typer.Option("--probe-kind", help="Probe kind (repeatable; default: all four).")
-    ] = None,
-    probes_per_kind: Annotated[int, typer.Option(help="Probes of each kind per compaction.")] = 1,
+    results_dir: Path,
+    as_json: bool = False,
+    window: int = 200_000,
+    blocking_limit: int = 177_000,
+    baseline: str | None = None,
+    probes: bool = False,
+    probe_budget_usd: float | None = None,
+    probe_model: str = "claude-sonnet-4-6",
+    probe_judge_model: str | None = None,
+    probe_kinds: list[str] | None = None,
+    probes_per_kind: int = 1,
 ) -> None:
     """Summarise replay results: savings, violations, recall, recovery and cost per session and strategy,
     with 95% bootstrap intervals over sessions and paired differences against a baseline."""
     from .report import render_report, report
 
     if not results_dir.is_dir():
-        typer.echo(f"error: {results_dir}: not a folder", err=True)
-        raise typer.Exit(1)
+        fail(f"{results_dir}: not a folder", 1)
     options = None
     if probes:
         if probe_budget_usd is None or probe_budget_usd < 0:
-            typer.echo("error: --probes needs --probe-budget-usd (a hard budget in USD, >= 0)", err=True)
-            raise typer.Exit(2)
+            fail("--probes needs --probe-budget-usd (a hard budget in USD, >= 0)", 2)
         from .online.probe_text import PROBE_KINDS
 
         kinds = tuple(probe_kinds or PROBE_KINDS)
         if unknown := [k for k in kinds if k not in PROBE_KINDS]:
-            typer.echo(f"error: unknown probe kind(s) {unknown}; known: {', '.join(PROBE_KINDS)}", err=True)
-            raise typer.Exit(2)
+            fail(f"unknown probe kind(s) {unknown}; known: {', '.join(PROBE_KINDS)}", 2)
 
         def announce(estimate: dict[str, Any]) -> None:
-            typer.echo(
+            echo(
                 f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} compactions, "
                 f"{estimate['requests']} requests to send, {estimate['cached']} cached; "
                 f"budget ${probe_budget_usd:,.2f}",
@@ -313,19 +297,115 @@ def report_command(
     try:
         data = report(results_dir, window=window, blocking_limit=blocking_limit, baseline=baseline, probes=options)
     except refusals as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc), 2)
     except (FileNotFoundError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail(str(exc), 1)
     _emit(data, as_json, render_report(data))
     for failed in data.get("failed_runs", []):
-        typer.echo(f"error: {failed['path']}: {failed['reason']} (run folder left out)", err=True)
+        echo(f"error: {failed['path']}: {failed['reason']} (run folder left out)", err=True)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the replay and scoring commands to the ``workbench`` app."""
-    app.command("strategies")(list_strategies)
-    app.command()(replay)
-    app.command()(recovery)
-    app.command("report")(report_command)
+COMMANDS = (
+    Command("strategies", list_strategies, (JSON,)),
+    Command(
+        "replay",
+        replay,
+        (
+            PATHS,
+            arg(
+                "-s",
+                "--strategy",
+                required=True,
+                metavar="NAME",
+                help="Strategy name (see `workbench strategies`).",
+            ),
+            arg(
+                "--set",
+                dest="sets",
+                action="append",
+                metavar="KEY=VALUE",
+                help="Config override key=value (dotted keys nest).",
+            ),
+            arg(
+                "--estimator",
+                default="claude-rough",
+                metavar="NAME",
+                help="Per-record estimator for post-compaction accounting.",
+            ),
+            arg("--out", type=Path, metavar="DIR", help="Write steps.parquet and events.parquet here."),
+            arg(
+                "--process",
+                action="store_true",
+                help="Replay a main session and its sub-agents as one process: state the strategy shares between "
+                "agents (Claude Code's module state) is shared, calls in timestamp order.",
+            ),
+            JSON,
+            FORMAT,
+        ),
+    ),
+    Command(
+        "recovery",
+        recovery,
+        (
+            PATHS,
+            arg("--estimator", default="claude-rough", metavar="NAME", help="Estimator for the re-read tokens."),
+            arg(
+                "--validate",
+                dest="validate_scores",
+                action="store_true",
+                help="Also score the fidelity metrics against what was re-acquired.",
+            ),
+            JSON,
+            FORMAT,
+        ),
+    ),
+    Command(
+        "report",
+        report_command,
+        (
+            arg(
+                "results_dir", type=Path, metavar="DIR", help="A `workbench replay --out` folder, or a folder of them."
+            ),
+            JSON,
+            arg("--window", type=int, default=200_000, metavar="TOKENS", help="Context window for overflow counts."),
+            arg(
+                "--blocking-limit",
+                type=int,
+                default=177_000,
+                metavar="TOKENS",
+                help="Blocking limit for overflow counts.",
+            ),
+            arg(
+                "--baseline",
+                metavar="STRATEGY",
+                help="Strategy the paired differences are taken against (default: recorded, none).",
+            ),
+            arg(
+                "--probes",
+                action="store_true",
+                help="Run the online judge probes on every compaction (needs a budget).",
+            ),
+            arg(
+                "--probe-budget-usd",
+                type=float,
+                metavar="USD",
+                help="Hard budget of the probe run in USD: refuse above it, stop at it.",
+            ),
+            arg(
+                "--probe-model",
+                default="claude-sonnet-4-6",
+                metavar="MODEL",
+                help="Model that writes and answers the probes.",
+            ),
+            arg("--probe-judge-model", metavar="MODEL", help="Judge model (default: --probe-model)."),
+            arg(
+                "--probe-kind",
+                dest="probe_kinds",
+                action="append",
+                metavar="KIND",
+                help="Probe kind (repeatable; default: all four).",
+            ),
+            arg("--probes-per-kind", type=int, default=1, metavar="N", help="Probes of each kind per compaction."),
+        ),
+    ),
+)

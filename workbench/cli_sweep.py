@@ -1,28 +1,25 @@
-"""``workbench sweep``, ``workbench tune`` and ``workbench demo``: registered on the main app by `register`
-(no import cycle)."""
+"""``workbench sweep``, ``workbench tune`` and ``workbench demo``: rows of `COMMANDS`, the table
+`workbench.cli` builds its parser from. The sweep engine (pandas, pyarrow, pydantic, yaml) is imported
+when a command runs, not when the command line is parsed."""
 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+from .cli_common import JSON, Command, arg, at_least_one, echo, fail
 
-__all__ = ["register"]
+__all__ = ["COMMANDS"]
 
 REPO = Path(__file__).resolve().parent.parent
 
-
-def _fail(message: str, code: int) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+_EXECUTORS = "local | inline | dask-local | dask://HOST:PORT"
 
 
 def _warn(lines: list[str]) -> None:
     for line in lines:
-        typer.echo(f"warning: {line}", err=True)
+        echo(f"warning: {line}", err=True)
 
 
 def _sweep_warnings(data: dict[str, Any]) -> list[str]:
@@ -47,31 +44,22 @@ def _failed(data: dict[str, Any]) -> str:
 
 
 def sweep(
-    spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML, see experiments/).")],
-    executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).", min=1)] = None,
-    store: Annotated[Path | None, typer.Option(help="Result store folder (default results/<spec name>/store).")] = None,
-    report: Annotated[Path | None, typer.Option(help="Also write plots + summary.md/html into this folder.")] = None,
-    papermill: Annotated[
-        Path | None,
-        typer.Option("--papermill", help="Run each (strategy, config) as an executed notebook into this folder."),
-    ] = None,
-    batch_size: Annotated[int, typer.Option(help="Cells per task / per stored batch.", min=1)] = 64,
-    max_grid_points: Annotated[
-        int | None, typer.Option(help="Refuse grids larger than this (default: the spec's, 10,000).", min=1)
-    ] = None,
-    probes: Annotated[
-        bool, typer.Option("--probes", help="With --report: run the online judge probes (needs a budget).")
-    ] = False,
-    probe_budget_usd: Annotated[
-        float | None, typer.Option(help="Hard budget of the probe run in USD: refuse above it, stop at it.")
-    ] = None,
-    probe_model: Annotated[str, typer.Option(help="Model that writes, answers and judges the probes.")] = (
-        "claude-sonnet-4-6"
-    ),
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    spec: Path,
+    executor: str = "local",
+    workers: int | None = None,
+    store: Path | None = None,
+    report: Path | None = None,
+    papermill: Path | None = None,
+    batch_size: int = 64,
+    max_grid_points: int | None = None,
+    probes: bool = False,
+    probe_budget_usd: float | None = None,
+    probe_model: str = "claude-sonnet-4-6",
+    as_json: bool = False,
 ) -> None:
     """Run an experiment sweep: compute the missing cells of SPEC into an append-only parquet store."""
+    import warnings
+
     from .experiments import SpecError, load_spec, plan_sweep, run_sweep
     from .experiments.executors import ExecutorError, executor_kind
     from .experiments.executors import probe as probe_executor
@@ -81,9 +69,9 @@ def sweep(
         resolved = load_spec(spec, max_grid_points=max_grid_points)
         probe_executor(executor)
     except (SpecError, ValueError, ExecutorError) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     if probes and (report is None or probe_budget_usd is None or probe_budget_usd < 0):
-        _fail("--probes needs --report DIR and --probe-budget-usd (a hard budget in USD, >= 0)", 2)
+        fail("--probes needs --report DIR and --probe-budget-usd (a hard budget in USD, >= 0)", 2)
     store = store or Path("results") / resolved.name / "store"
     data: dict[str, Any]
     if papermill is not None:
@@ -118,9 +106,9 @@ def sweep(
                     plan=plan,
                 )
         except SpecError as exc:
-            _fail(str(exc), 2)
+            fail(str(exc), 2)
         except ExecutorError as exc:
-            _fail(str(exc), 2)
+            fail(str(exc), 2)
         data = result.as_dict()
         _warn(_sweep_warnings(data))
         human = (
@@ -138,7 +126,7 @@ def sweep(
                 from .online.probe_run import ProbeBudgetError
 
                 def announce(estimate: dict[str, Any]) -> None:
-                    typer.echo(
+                    echo(
                         f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} "
                         f"compactions, {estimate['requests']} requests to send, {estimate['cached']} cached; "
                         f"budget ${probe_budget_usd:,.2f}",
@@ -149,20 +137,17 @@ def sweep(
                 try:
                     data["report"] = str(write_report(result, plan, report, probes=options))
                 except (ProbeBudgetError, MissingAPIKeyError) as exc:
-                    _fail(str(exc), 2)
+                    fail(str(exc), 2)
             else:
                 data["report"] = str(write_report(result, plan, report))
             human += f"\nreport: {data['report']}/summary.md"
-    typer.echo(json.dumps(data, indent=2, default=str) if as_json else human)
+    echo(json.dumps(data, indent=2, default=str) if as_json else human)
     if data.get("cells_failed"):
-        _fail(_failed(data), 1)
+        fail(_failed(data), 1)
 
 
 def demo(
-    out: Annotated[Path, typer.Option(help="Report folder.")] = Path("results/demo"),
-    executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
-    workers: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    out: Path = Path("results/demo"), executor: str = "local", workers: int | None = None, as_json: bool = False
 ) -> None:
     """The demo: sweep experiments/smoke.yaml over the embedded synthetic corpus and write a report."""
     from .experiments import load_spec, plan_sweep, run_sweep
@@ -187,20 +172,20 @@ def demo(
     folder = write_report(result, plan, out)
     data = {**result.as_dict(), "report": str(folder.resolve())}
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        echo(json.dumps(data, indent=2))
     else:
-        typer.echo(f"{result.cells_total} cells ({result.cells_computed} computed) in {result.elapsed_s:.1f} s")
-        typer.echo(f"report: {folder.resolve()}")
-        typer.echo(f"summary: {(folder / 'summary.md').resolve()}")
+        echo(f"{result.cells_total} cells ({result.cells_computed} computed) in {result.elapsed_s:.1f} s")
+        echo(f"report: {folder.resolve()}")
+        echo(f"summary: {(folder / 'summary.md').resolve()}")
 
 
 def tune(
-    spec: Annotated[Path, typer.Argument(help="Tune spec (YAML, see experiments/tune-*.yaml).")],
-    executor: Annotated[str, typer.Option(help="local | inline | dask-local | dask://HOST:PORT")] = "local",
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: CPU count).")] = None,
-    store: Annotated[Path | None, typer.Option(help="Result store folder (default results/<spec name>/store).")] = None,
-    plot: Annotated[Path | None, typer.Option(help="Also save the front as a PNG here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    spec: Path,
+    executor: str = "local",
+    workers: int | None = None,
+    store: Path | None = None,
+    plot: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """Tune a strategy: sweep its parameter space, print the Pareto front and the recommended config."""
     from .experiments import SpecError
@@ -212,31 +197,82 @@ def tune(
         resolved = load_tune_spec(spec)
         result = run_tune(resolved, spec, store=store, executor=executor, workers=workers, progress=not as_json)
     except (SpecError, ValueError) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     data = result.as_dict()
     if plot is not None:
         from . import plots
 
         data["plot"] = plots.save(result.plot(), str(plot))
-    typer.echo(json.dumps(data, indent=2, default=str) if as_json else result.render())
+    echo(json.dumps(data, indent=2, default=str) if as_json else result.render())
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sweep``, ``tune`` and ``demo`` to the ``workbench`` app (once: calling it again changes nothing)."""
-    present = {c.name for c in app.registered_commands}
-    if "sweep" not in present:
-        app.command("sweep")(sweep)
-    if "tune" not in present:
-        app.command("tune")(tune)
-    if "demo" not in present:
-        app.command("demo")(demo)
+_STORE = arg("--store", type=Path, metavar="DIR", help="Result store folder (default results/<spec name>/store).")
+
+COMMANDS = (
+    Command(
+        "sweep",
+        sweep,
+        (
+            arg("spec", type=Path, metavar="SPEC", help="Experiment spec (YAML, see experiments/)."),
+            arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
+            arg("--workers", type=at_least_one, metavar="N", help="Worker processes (default: CPU count)."),
+            _STORE,
+            arg("--report", type=Path, metavar="DIR", help="Also write plots + summary.md/html into this folder."),
+            arg(
+                "--papermill",
+                type=Path,
+                metavar="DIR",
+                help="Run each (strategy, config) as an executed notebook into this folder.",
+            ),
+            arg("--batch-size", type=at_least_one, default=64, metavar="N", help="Cells per task / per stored batch."),
+            arg(
+                "--max-grid-points",
+                type=at_least_one,
+                metavar="N",
+                help="Refuse grids larger than this (default: the spec's, 10,000).",
+            ),
+            arg("--probes", action="store_true", help="With --report: run the online judge probes (needs a budget)."),
+            arg(
+                "--probe-budget-usd",
+                type=float,
+                metavar="USD",
+                help="Hard budget of the probe run in USD: refuse above it, stop at it.",
+            ),
+            arg(
+                "--probe-model",
+                default="claude-sonnet-4-6",
+                metavar="MODEL",
+                help="Model that writes, answers and judges the probes.",
+            ),
+            JSON,
+        ),
+    ),
+    Command(
+        "tune",
+        tune,
+        (
+            arg("spec", type=Path, metavar="SPEC", help="Tune spec (YAML, see experiments/tune-*.yaml)."),
+            arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
+            arg("--workers", type=int, metavar="N", help="Worker processes (default: CPU count)."),
+            _STORE,
+            arg("--plot", type=Path, metavar="PNG", help="Also save the front as a PNG here."),
+            JSON,
+        ),
+    ),
+    Command(
+        "demo",
+        demo,
+        (
+            arg("--out", type=Path, default=Path("results/demo"), metavar="DIR", help="Report folder."),
+            arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
+            arg("--workers", type=int, metavar="N", help="Worker processes."),
+            JSON,
+        ),
+    ),
+)
 
 
-if __name__ == "__main__":  # ``python -m workbench.cli_sweep demo`` (the Makefile's demo target)
-    import sys
+if __name__ == "__main__":  # ``python -m workbench.cli_sweep demo``: the same as ``workbench demo``
+    from .cli import main
 
-    from .cli import app as _app
-
-    register(_app)
-    sys.argv[0] = "workbench"
-    _app()
+    main()

@@ -42,10 +42,7 @@ strategies:
 
 
 def _cli(*args: str) -> list[str]:
-    code = (
-        "import sys; from workbench.cli import app; from workbench.cli_sweep import register; register(app); "
-        "sys.argv[0] = 'workbench'; app()"
-    )
+    code = "from workbench.cli import main; main()"
     return [sys.executable, "-c", f"if __name__ == '__main__':\n    {code}", *args]
 
 

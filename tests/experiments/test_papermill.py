@@ -27,10 +27,7 @@ FAKE_KEY = "sk-ant-fake-0123456789-do-not-leak"
 def test_papermill_sweep_keeps_notebooks_and_aggregates_without_secrets(tmp_path):
     spec = write_spec(tmp_path, SPEC)
     out = tmp_path / "nb"
-    code = (
-        "import sys\nfrom workbench.cli import app\nfrom workbench.cli_sweep import register\nregister(app)\n"
-        "if __name__ == '__main__':\n    sys.argv[0] = 'workbench'\n    app()\n"
-    )
+    code = "from workbench.cli import main\n\nif __name__ == '__main__':\n    main()\n"
     env = {**os.environ, "ANTHROPIC_API_KEY": FAKE_KEY, "WORKBENCH_CODE_VERSION": "test"}
     run = subprocess.run(
         [

@@ -60,10 +60,7 @@ def test_orphaned_parts_of_an_unfinished_batch_are_ignored(tmp_path):
 
 
 def _cli(*args: str, **kwargs):
-    code = (
-        "import sys; from workbench.cli import app; from workbench.cli_sweep import register; register(app); "
-        "sys.argv[0] = 'workbench'; app()"
-    )
+    code = "from workbench.cli import main; main()"
     return [sys.executable, "-c", f"if __name__ == '__main__':\n    {code}", *args]
 
 

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import run_cli
 
-from workbench.cli import app
 from workbench.report import report
 from workbench.synthetic import generate_session
 from workbench.transcript import LoadReport, Session, load_paths, registry
@@ -98,13 +97,13 @@ class LiveSessions:
 
 def _replay(corpus: Path, runs: Path, strategies: list[str]) -> None:
     for name in strategies:
-        out = CliRunner().invoke(app, ["replay", str(corpus), "-s", name, "--out", str(runs / name), "--json"])
+        out = run_cli("replay", str(corpus), "-s", name, "--out", str(runs / name), "--json")
         assert out.exit_code == 0, out.output
 
 
 def test_recovery_holds_one_group_at_a_time(corpus4: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     live = LiveSessions(monkeypatch, corpus4)
-    out = CliRunner().invoke(app, ["recovery", str(corpus4), "--validate", "--json"])
+    out = run_cli("recovery", str(corpus4), "--validate", "--json")
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["sessions"] == 6 and data["failed"] == []
@@ -146,7 +145,7 @@ def test_copies_are_validated_and_referenced_each_on_their_own(corpus4: Path, tm
     both = tmp_path / "both"
     for name in ("a", "b"):
         shutil.copytree(corpus4, both / name)
-    out = CliRunner().invoke(app, ["recovery", str(both), "--validate", "--json"])
+    out = run_cli("recovery", str(both), "--validate", "--json")
     data = json.loads(out.stdout)
     table = data["validation"]["compactions"]
     assert len(data["compactions"]) == 4 and len(table) == 4
@@ -167,7 +166,7 @@ def test_replay_holds_one_group_at_a_time(corpus4: Path, monkeypatch: pytest.Mon
     group's sessions before the next group is read."""
     live = LiveSessions(monkeypatch, corpus4)
     argv = ["replay", str(corpus4), "-s", "claude-code", "--json", *(["--process"] if process else [])]
-    out = CliRunner().invoke(app, argv)
+    out = run_cli(*argv)
     assert out.exit_code == 0, out.output
     assert len(json.loads(out.stdout)["sessions"]) == 6
     live.check(groups=4)
@@ -185,11 +184,11 @@ def test_a_flat_sub_agent_joins_its_main_session_whose_file_was_renamed(
     names = [sorted(p.name for p, _ in group) for group in groups]
     assert ["agent-acompact-a1b2c3.jsonl", "renamed-main.jsonl"] in names
     assert len(groups) == 4
-    out = CliRunner().invoke(app, ["recovery", str(root), "--validate", "--json"])
+    out = run_cli("recovery", str(root), "--validate", "--json")
     assert out.exit_code == 0, out.output
     validated = json.loads(out.stdout)["validation"]["compactions"]
     zeta = [row for row in validated if Path(row["file"]).name == "renamed-main.jsonl"]
-    original = json.loads(CliRunner().invoke(app, ["recovery", str(corpus4), "--validate", "--json"]).stdout)
+    original = json.loads(run_cli("recovery", str(corpus4), "--validate", "--json").stdout)
     before = [r for r in original["validation"]["compactions"] if Path(r["file"]).stem == ZETA]
     assert zeta and [{k: v for k, v in r.items() if k != "file"} for r in zeta] == [
         {k: v for k, v in r.items() if k != "file"} for r in before

@@ -6,10 +6,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from cli_helpers import run_cli
 from record_builders import assistant, call, result, say, user
-from typer.testing import CliRunner
 
-from workbench.cli import app
 from workbench.metrics.recovery import RECOVERY_COLUMNS, recovery
 from workbench.transcript import load_paths
 from workbench.transcript.model import Block, Record, Session
@@ -158,10 +157,10 @@ def test_every_recorded_compaction_of_the_corpus_is_listed(corpus: Path):
 
 
 def test_cli_json(corpus: Path):
-    out = CliRunner().invoke(app, ["recovery", str(corpus / "claude-code"), "--json"])
+    out = run_cli("recovery", str(corpus / "claude-code"), "--json")
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert len(data["compactions"]) == 3
     assert {c["line"] for c in data["compactions"]} == {714, 754, 1256}
-    bad = CliRunner().invoke(app, ["recovery", str(corpus / "claude-code"), "--estimator", "nope"])
+    bad = run_cli("recovery", str(corpus / "claude-code"), "--estimator", "nope")
     assert bad.exit_code == 2

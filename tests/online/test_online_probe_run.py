@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import run_cli
 from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic
 from test_online_probes import GENERATED, scripted
-from typer.testing import CliRunner
 
-from workbench.cli import app
 from workbench.replay import replay_frames, replay_sessions
 from workbench.report import report, write_manifest
 from workbench.strategies import create
@@ -103,23 +102,19 @@ def _env(fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_budget_refusal_sends_nothing(fake: FakeAnthropic, results: Path, monkeypatch) -> None:
     _env(fake, monkeypatch)
-    out = CliRunner().invoke(
-        app, ["report", str(results), "--probes", "--probe-budget-usd", "0.0001", "--probe-model", MODEL]
-    )
+    out = run_cli("report", str(results), "--probes", "--probe-budget-usd", "0.0001", "--probe-model", MODEL)
     assert out.exit_code == 2, out.output
     assert "probe estimate: $" in out.output and "upper bound" in out.output
     assert "above the budget $0.0001" in out.output and "nothing was sent" in out.output
     assert fake.calls() == []
-    missing = CliRunner().invoke(app, ["report", str(results), "--probes"])
+    missing = run_cli("report", str(results), "--probes")
     assert missing.exit_code == 2 and "--probe-budget-usd" in missing.output
 
 
 def test_run_reference_row_and_cache_hit(fake: FakeAnthropic, results: Path, monkeypatch) -> None:
     _env(fake, monkeypatch)
     fake.reply = scripted()
-    out = CliRunner().invoke(
-        app, ["report", str(results), "--probes", "--probe-budget-usd", "5", "--probe-model", MODEL, "--json"]
-    )
+    out = run_cli("report", str(results), "--probes", "--probe-budget-usd", "5", "--probe-model", MODEL, "--json")
     assert out.exit_code == 0, out.output
     data = json.loads(out.output[out.output.index("{") :])
     run = data["probes"]["run"]
@@ -134,9 +129,7 @@ def test_run_reference_row_and_cache_hit(fake: FakeAnthropic, results: Path, mon
     answers = [c["body"] for c in fake.calls(MESSAGES_PATH) if "pytest tests fails on months" in json.dumps(c["body"])]
     assert answers
     # again: every request is a cache hit; the estimate says so and nothing is sent
-    again = CliRunner().invoke(
-        app, ["report", str(results), "--probes", "--probe-budget-usd", "0", "--probe-model", MODEL, "--json"]
-    )
+    again = run_cli("report", str(results), "--probes", "--probe-budget-usd", "0", "--probe-model", MODEL, "--json")
     assert again.exit_code == 0, again.output
     second = json.loads(again.output[again.output.index("{") :])["probes"]["run"]
     assert len(fake.calls(MESSAGES_PATH)) == sent
@@ -192,9 +185,9 @@ def test_sweep_probes(fake: FakeAnthropic, tmp_path: Path, monkeypatch) -> None:
         "--probe-model",
         MODEL,
     ]
-    refused = CliRunner().invoke(app, [*base, "--probe-budget-usd", "0.0001"])
+    refused = run_cli(*base, "--probe-budget-usd", "0.0001")
     assert refused.exit_code == 2 and "above the budget" in refused.output and fake.calls() == []
-    out = CliRunner().invoke(app, [*base, "--probe-budget-usd", "20"])
+    out = run_cli(*base, "--probe-budget-usd", "20")
     assert out.exit_code == 0, out.output
     summary = (tmp_path / "r" / "summary.md").read_text(encoding="utf-8")
     assert "## Judge probes" in summary and "claude-recorded" in summary and "sm-compact" in summary

@@ -8,16 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import run_cli
 
-from workbench.cli import app
 from workbench.replay import replay_process
 from workbench.strategies import create
 from workbench.transcript import load_paths
 
 
 def _replay(*args: str) -> tuple[int, dict, str]:
-    result = CliRunner().invoke(app, ["replay", *args, "--json"])
+    result = run_cli("replay", *args, "--json")
     return result.exit_code, json.loads(result.stdout), result.stderr
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
+from cli_helpers import run_cli
 
-from workbench.cli import app
 from workbench.tokens.calibration import boundary_table, calibration_frame, calibration_summary
 
 
@@ -38,10 +37,10 @@ def test_calibration_table_covers_every_estimator(claude_sessions) -> None:
 
 
 def test_tokens_cli_json(corpus) -> None:
-    result = CliRunner().invoke(app, ["tokens", str(corpus / "claude-code"), "-e", "claude-rough", "--json"])
+    result = run_cli("tokens", str(corpus / "claude-code"), "-e", "claude-rough", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [row["estimator"] for row in data["estimators"]] == ["claude-rough"]
     assert len(data["boundaries"]) == 3
-    bad = CliRunner().invoke(app, ["tokens", str(corpus / "claude-code"), "-e", "nope"])
+    bad = run_cli("tokens", str(corpus / "claude-code"), "-e", "nope")
     assert bad.exit_code == 2 and "unknown estimator" in bad.output

@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from workbench.cli import app
+from cli_helpers import run_cli
 
 MARK = "@@VALUE@@"
 
@@ -76,6 +74,6 @@ def write_claude(path: Path, sid: str, **kw: Any) -> Path:
 
 def cli(*args: str) -> tuple[int, str, str]:
     """``workbench ARGS`` in-process: (exit code, stdout, stderr)."""
-    result = CliRunner().invoke(app, list(args))
+    result = run_cli(*args)
     assert "Traceback" not in result.output, result.output
     return result.exit_code, result.stdout, result.stderr

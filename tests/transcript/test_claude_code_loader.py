@@ -6,18 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import run_cli
 
-from workbench.cli import app
 from workbench.transcript import Record, Skip, load_paths, session_bytes
 from workbench.transcript.claude_code import parse_line
 from workbench.transcript.steps import api_calls
 
-runner = CliRunner()
-
 
 def _ingest(*args: str) -> tuple[int, dict]:
-    result = runner.invoke(app, ["ingest", *args, "--json"])
+    result = run_cli("ingest", *args, "--json")
     assert "Traceback" not in result.output
     start = result.stdout.find("{")
     return result.exit_code, json.loads(result.stdout[start:]) if start >= 0 else {}
@@ -123,7 +120,7 @@ def test_a_fifty_megabyte_line_loads(tmp_path: Path) -> None:
 )
 def test_nothing_readable_exits_non_zero_with_a_message(tmp_path: Path, make, message: str) -> None:
     target = make(tmp_path)
-    result = runner.invoke(app, ["ingest", str(target)])
+    result = run_cli("ingest", str(target))
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert message in result.output

@@ -17,7 +17,8 @@ def test_exit_codes_and_messages(tmp_path: Path, corpus: Path) -> None:
     empty.mkdir()
     cases = [
         (("report", str(empty)), 1, "no replay results"),
-        (("replay",), 2, "Missing argument"),
+        (("replay",), 2, "the following arguments are required: -s/--strategy"),
+        (("ingest",), 2, "the following arguments are required: PATH"),
         (("ingest", str(tmp_path / "nope")), 1, "path does not exist"),
         (
             ("replay", str(corpus / "claude-code" / "marot-spotter" / "short.jsonl"), "-s", "nope"),
