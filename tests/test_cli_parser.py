@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import run_cli
 
 from workbench import cli
-from workbench.cli import COMMANDS, build_parser, parse
+from workbench.cli import COMMANDS, build_parser, command_parser, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -74,6 +74,13 @@ def test_the_commands_and_their_options_are_those_typer_had() -> None:
     for name, parser in parsers.items():
         flags = {flag for action in parser._actions for flag in action.option_strings}
         assert flags == OPTIONS[name] | {"-h", "--help"}, name
+
+
+def test_a_run_builds_the_same_parser_the_command_list_holds() -> None:
+    """`parse` builds only the named command's parser (`command_parser`): the same one, help and all."""
+    _, parsers = build_parser()
+    for command in COMMANDS:
+        assert command_parser(command).format_help() == parsers[command.name].format_help(), command.name
 
 
 @pytest.mark.parametrize("name", list(OPTIONS))
