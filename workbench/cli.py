@@ -49,11 +49,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if (
-            action.option_strings
-            and action.default not in (None, False, argparse.SUPPRESS)
-            and "%(default)" not in text
-        ):
+        default = action.default
+        shown = default is not None and default is not False and default != argparse.SUPPRESS
+        if action.option_strings and shown and "%(default)" not in text:
             text += " (default: %(default)s)"
         return text
 
