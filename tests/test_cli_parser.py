@@ -18,15 +18,16 @@ from workbench.cli import COMMANDS, build_parser, command_parser, parse
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 
-# Every command's options as typer's ``--help`` listed them before the move (short names included).
+# Every command's options as typer's ``--help`` listed them before the move (short names included), and
+# ``--workers`` of ``ingest`` and ``replay``, added since.
 OPTIONS = {
-    "ingest": {"--json", "--format"},
+    "ingest": {"--workers", "--json", "--format"},
     "tokens": {"-e", "--estimator", "--json", "--format"},
     "export": {"--out", "--force", "--json", "--format"},
     "validate": {"--no-repair", "--json", "--format"},
     "invariants": {"--json", "--format"},
     "strategies": {"--json"},
-    "replay": {"-s", "--strategy", "--set", "--estimator", "--out", "--process", "--json", "--format"},
+    "replay": {"-s", "--strategy", "--set", "--estimator", "--out", "--process", "--workers", "--json", "--format"},
     "recovery": {"--estimator", "--validate", "--json", "--format"},
     "report": {
         "--json",
@@ -171,9 +172,11 @@ def test_repeated_lists_paths_and_flags_parse_as_typer_did() -> None:
     # options between positional arguments, as click allowed
     assert parse(["ingest", "a", "--json", "b"])[1] == {
         "paths": [Path("a"), Path("b")],
+        "workers": 1,
         "as_json": True,
         "fmt": None,
     }
+    assert parse(["replay", "a", "-s", "none", "--workers", "3", "b"])[1]["workers"] == 3
 
 
 def test_an_ingest_interleaved_with_options_reads_every_path() -> None:

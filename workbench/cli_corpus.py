@@ -25,6 +25,7 @@ from .cli_common import (
     _report_errors,
     _Stream,
     arg,
+    at_least_one,
     fail,
 )
 
@@ -78,17 +79,19 @@ def _ingest_data(summaries: Iterable[FileSummary], report: LoadReport) -> dict[s
     }
 
 
-def ingest(paths: list[Path], as_json: bool = False, fmt: str | None = None) -> None:
+def ingest(paths: list[Path], workers: int = 1, as_json: bool = False, fmt: str | None = None) -> None:
     """Load transcripts and report every line: kept as a record or skipped with file, line and reason.
 
-    Files are read one at a time; an unchanged file's summary comes from the parsed-session cache
-    (`workbench.transcript.session_cache`: nothing is parsed)."""
+    Files are read one at a time (``--workers N``: by N processes, the report the same); an unchanged
+    file's summary comes from the parsed-session cache (`workbench.transcript.session_cache`: nothing is
+    parsed)."""
     from .transcript import LoadReport
     from .transcript.registry import file_summaries
 
     _check_load_args(fmt)
     report = LoadReport()
-    data = _ingest_data((summary for _, summary in file_summaries(paths, format=fmt, report=report)), report)
+    summaries = file_summaries(paths, format=fmt, report=report, workers=workers)
+    data = _ingest_data((summary for _, summary in summaries), report)
     lines = [
         f"{data['files']} files, {data['sessions']} sessions ({data['subagent_sessions']} sub-agent), "
         f"{data['lines']} lines -> {data['records']} records, {len(data['skipped'])} skipped",
@@ -224,7 +227,22 @@ def invariants(paths: list[Path], as_json: bool = False, fmt: str | None = None)
 
 
 COMMANDS = (
-    Command("ingest", ingest, (PATHS, JSON, FORMAT)),
+    Command(
+        "ingest",
+        ingest,
+        (
+            PATHS,
+            arg(
+                "--workers",
+                type=at_least_one,
+                default=1,
+                metavar="N",
+                help="Read the files in N worker processes (a new corpus; the same report, in the same order).",
+            ),
+            JSON,
+            FORMAT,
+        ),
+    ),
     Command(
         "tokens",
         tokens,

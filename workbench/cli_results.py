@@ -22,13 +22,13 @@ from .cli_common import (
     _rows,
     _Stream,
     arg,
+    at_least_one,
     echo,
     fail,
 )
 
 if TYPE_CHECKING:
     from .isolation import SessionFailure
-    from .transcript import Session
 
 __all__ = ["COMMANDS"]
 
@@ -58,6 +58,7 @@ def replay(
     estimator: str = "claude-rough",
     out: Path | None = None,
     process: bool = False,
+    workers: int = 1,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
@@ -65,7 +66,8 @@ def replay(
     from pydantic import ValidationError
 
     from .isolation import stream_groups, stream_sessions
-    from .replay import replay_process, replay_session
+    from .replay import replay_session
+    from .replay.parallel import ParallelReplay, replay_group_as_process
     from .strategies import create
 
     try:
@@ -97,12 +99,18 @@ def replay(
 
         writer = FrameWriter(out)
     try:
-        if process:  # one group at a time, each as one process (a group without a main session: alone)
+        parallel = None
+        if workers > 1:  # session groups by worker processes, results in the serial order
+            parallel = ParallelReplay(
+                paths, instance, workers=workers, estimator=estimator, fmt=fmt, process=process, report=stream.report
+            )
+            results = parallel.results(progress=None if as_json else f"replay {instance.name} ({workers} workers)")
+        elif process:  # one group at a time, each as one process (a group without a main session: alone)
             results = (
                 result
                 for group_results in _values(
                     stream_groups(
-                        lambda g: _replay_group_as_process(g, instance, estimator, replay_process, replay_session),
+                        lambda g: replay_group_as_process(g, instance, estimator=estimator),
                         stream.groups(),
                         failures,
                         progress=None if as_json else f"replay {instance.name} (processes)",
@@ -131,6 +139,8 @@ def replay(
             )
             if writer is not None:
                 writer.add(result)
+        if parallel is not None:
+            stream.records, failures = parallel.records, parallel.failures
         stream.fail_if_nothing()
         if writer is not None:
             writer.close()
@@ -164,16 +174,6 @@ def _values(pairs: Iterator[tuple[Any, T]]) -> Iterator[T]:
         value = pair[1]
         del pair
         yield value
-
-
-def _replay_group_as_process(
-    group: list[Session], strategy: Any, estimator: str, replay_process: Any, replay_session: Any
-) -> list[Any]:
-    """A main session with its sub-agents as one process; sessions of a group without one main: alone."""
-    mains = [s for s in group if not s.is_subagent]
-    if len(mains) == 1 and len(group) > 1:
-        return list(replay_process(group, strategy, estimator=estimator))
-    return [replay_session(s, strategy, estimator=estimator) for s in group]
 
 
 def recovery(
@@ -338,6 +338,13 @@ COMMANDS = (
                 action="store_true",
                 help="Replay a main session and its sub-agents as one process: state the strategy shares between "
                 "agents (Claude Code's module state) is shared, calls in timestamp order.",
+            ),
+            arg(
+                "--workers",
+                type=at_least_one,
+                default=1,
+                metavar="N",
+                help="Replay session groups in N worker processes (same output, in the same order).",
             ),
             JSON,
             FORMAT,

@@ -63,6 +63,7 @@ def sweep(
     from .experiments import SpecError, load_spec, plan_sweep, run_sweep
     from .experiments.executors import ExecutorError, executor_kind
     from .experiments.executors import probe as probe_executor
+    from .experiments.run import planning_workers
 
     try:
         executor_kind(executor)
@@ -93,7 +94,7 @@ def sweep(
         from .experiments.run import SweepFailureWarning
 
         try:
-            plan = plan_sweep(resolved)
+            plan = plan_sweep(resolved, workers=planning_workers(executor, workers))
             with warnings.catch_warnings():  # failed cells end the command with one error line instead
                 warnings.simplefilter("ignore", SweepFailureWarning)
                 result = run_sweep(
@@ -152,6 +153,7 @@ def demo(
     """The demo: sweep experiments/smoke.yaml over the embedded synthetic corpus and write a report."""
     from .experiments import load_spec, plan_sweep, run_sweep
     from .experiments.report import write_report
+    from .experiments.run import planning_workers
 
     spec_path = REPO / "experiments" / "smoke.yaml"
     if not spec_path.is_file():  # installed without the repository: generate the corpus and a spec
@@ -165,7 +167,7 @@ def demo(
             encoding="utf-8",
         )
     resolved = load_spec(spec_path)
-    plan = plan_sweep(resolved)
+    plan = plan_sweep(resolved, workers=planning_workers(executor, workers))
     result = run_sweep(
         resolved, store=out / "store", executor=executor, workers=workers, progress=not as_json, plan=plan
     )

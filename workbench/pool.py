@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -86,5 +87,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         if process.is_alive():
             process.terminate()
+    deadline = time.monotonic() + 10
     for process in processes:
-        process.join(timeout=10)
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+        # the executor's own thread may reap the same process at the same moment: then join returns early
+        # (its waitpid failed) and the exit code shows a moment later
+        while process.exitcode is None and time.monotonic() < deadline:
+            time.sleep(0.005)

@@ -3,6 +3,7 @@ gives, in its order: the same rows, the same load report, the same failures."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import shutil
 from pathlib import Path
@@ -112,3 +113,69 @@ def test_an_empty_input_starts_nothing_and_reports_the_path(tmp_path: Path) -> N
     assert list(run.results()) == []
     assert run.report.errors == [{"file": str(tmp_path / "nothing-here"), "reason": "path does not exist"}]
     assert run.records == 0
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("process", [False, True])
+def test_replay_workers_on_the_command_line_print_what_one_process_prints(
+    corpus: Path, tmp_path: Path, process: bool
+) -> None:
+    import pandas as pd
+    from cli_helpers import run_cli
+
+    paths = [corpus / "claude-code", corpus / "claude-code-more"]
+    extra = ["--process"] if process else []
+    one = run_cli("replay", *paths, "-s", "claude-code", "--json", *extra, "--out", tmp_path / "one")
+    two = run_cli("replay", *paths, "-s", "claude-code", "--json", *extra, "--out", tmp_path / "two", "--workers", "2")
+    assert one.exit_code == two.exit_code == 0, two.stderr
+    strip = [line for line in one.stdout.splitlines() if '"out":' not in line]
+    assert [line for line in two.stdout.splitlines() if '"out":' not in line] == strip
+    assert one.stderr == two.stderr
+    for table in ("steps", "events"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "two" / f"{table}.parquet"),
+            pd.read_parquet(tmp_path / "one" / f"{table}.parquet"),
+            check_exact=True,
+        )
+
+
+def test_replay_workers_report_bad_files_and_failures_as_one_process_does(tmp_path: Path) -> None:
+    from cli_helpers import run_cli
+
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    _session(folder, "a.jsonl", "good-1")
+    (folder / "d.jsonl").write_text("this is not json\n")
+    options = ([], ["--workers", "3"])
+    runs = [run_cli("replay", folder, tmp_path / "missing", "-s", "none", "--json", *w) for w in options]
+    assert runs[0].exit_code == runs[1].exit_code == 0
+    assert runs[1].stdout == runs[0].stdout and runs[1].stderr == runs[0].stderr
+    assert "d.jsonl" in runs[0].stderr and "missing" in runs[0].stderr
+    nothing = [run_cli("replay", tmp_path / "missing", "-s", "none", "--json", *w) for w in options]
+    assert nothing[0].exit_code == nothing[1].exit_code == 1
+    assert nothing[1].stdout == nothing[0].stdout and nothing[1].stderr == nothing[0].stderr
+    bad = run_cli("replay", folder, "-s", "none", "--workers", "0")
+    assert bad.exit_code == 2 and "--workers: must be at least 1, got 0" in bad.stderr
+
+
+def test_ingest_workers_give_the_report_of_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli_helpers import run_cli
+
+    from workbench.transcript import session_cache as sc
+
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    for n in range(5):
+        _session(folder, f"s{n}.jsonl", f"session-{n}")
+    (folder / "broken.jsonl").write_text('{"type": "user"\n')
+    shutil.copy(ROOT / "data" / "long-autocompact-e3e70682.jsonl", folder / "long.jsonl")
+    runs = []
+    for workers in ("1", "2"):
+        monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / f"cache-{workers}"))  # each parses every file
+        monkeypatch.setattr(sc, "_STATE", {"off": None, "warned_corrupt": False})
+        runs.append(run_cli("ingest", folder, tmp_path / "missing", "--json", "--workers", workers))
+    assert runs[0].exit_code == runs[1].exit_code == 0
+    assert runs[1].stdout == runs[0].stdout and runs[1].stderr == runs[0].stderr
+    data = json.loads(runs[0].stdout)
+    assert data["files"] == 7 and [Path(e["file"]).name for e in data["errors"]] == ["missing"]
+    assert [(Path(s["file"]).name, s["line"]) for s in data["skipped"]] == [("broken.jsonl", 1)]

@@ -25,7 +25,7 @@ def test_process_mode_replays_each_group_through_replay_process(corpus: Path, mo
     folder = corpus / "claude-code" / "marot-spotter"
     main = folder / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
     subagents = folder / "8463c716-a2ea-4c14-9efa-87158ebd9f20"
-    engine = importlib.import_module("workbench.replay")
+    engine = importlib.import_module("workbench.replay.parallel")  # the CLI replays a group through it
     groups: list[list[str]] = []
     real = engine.replay_process
 
@@ -66,7 +66,7 @@ def test_a_failing_group_is_reported_under_its_main_session(tmp_path: Path, monk
     (sub / "agent-x1.jsonl").write_text(
         "".join(json.dumps({**x, "agentId": "x1", "isSidechain": True}) + "\n" for x in lines)
     )
-    engine = importlib.import_module("workbench.replay")
+    engine = importlib.import_module("workbench.replay.parallel")  # the CLI replays a group through it
 
     def broken(sessions, strategy, **kw):
         raise RuntimeError("shared state went wrong")

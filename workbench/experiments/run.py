@@ -60,6 +60,7 @@ __all__ = [
     "plan_for_sessions",
     "plan_sessions",
     "plan_sweep",
+    "planning_workers",
     "run_sweep",
 ]
 
@@ -125,6 +126,12 @@ def plan_sweep(
         where = ", ".join(str(p) for p in resolved.corpus)
         raise SpecError(f"{resolved.path}: corpus: no transcripts with records in {where}")
     return plan_for_sessions(resolved, sessions, points)
+
+
+def planning_workers(executor: str, workers: int | None) -> int:
+    """How many processes plan a sweep (`plan_sweep`): a local sweep's workers (default: the CPU count),
+    which parse a new corpus file by file; one for the other executors (their workers are elsewhere)."""
+    return (workers or os.cpu_count() or 1) if executor_kind(executor) == "local" else 1
 
 
 def plan_for_sessions(
@@ -246,8 +253,7 @@ def run_sweep(
     started = time.time()
     executor_kind(executor)
     check_workers(workers)
-    # a local sweep plans with its workers too: a new corpus is parsed by them, file by file
-    plan = plan or plan_sweep(spec, points, workers=(workers or os.cpu_count() or 1) if executor == "local" else 1)
+    plan = plan or plan_sweep(spec, points, workers=planning_workers(executor, workers))
     results = ResultStore(store)
     problems = results.tidy()
     unique = {cell.id: cell for cell in plan.cells}

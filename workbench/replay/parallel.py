@@ -27,22 +27,33 @@ from ..transcript.model import Session
 from ..transcript.registry import LoadReport, PlannedFile, load_planned_group, plan_groups
 from .engine import ReplayResult, replay_process, replay_session
 
-__all__ = ["GroupOutcome", "ParallelReplay", "replay_loaded_group", "replay_planned_group"]
+__all__ = [
+    "GroupOutcome",
+    "ParallelReplay",
+    "replay_group_as_process",
+    "replay_loaded_group",
+    "replay_planned_group",
+]
+
+
+def replay_group_as_process(group: Sequence[Session], strategy: Any, *, estimator: str) -> list[ReplayResult]:
+    """A main session and its sub-agents replayed as one process (`replay_process`); the sessions of a
+    group without exactly one main session, or of one session, each alone. Raises what the replay raises."""
+    mains = [s for s in group if not s.is_subagent]
+    if len(mains) == 1 and len(group) > 1:
+        return list(replay_process(list(group), strategy, estimator=estimator))
+    return [replay_session(s, strategy, estimator=estimator) for s in group]
 
 
 def replay_loaded_group(
     group: Sequence[Session], strategy: Any, *, estimator: str, process: bool, failures: list[SessionFailure]
 ) -> list[ReplayResult]:
-    """The results of one loaded session group, failures appended to ``failures`` (the serial replay's
-    isolation: a session that fails is reported, its group's other sessions still replayed).
-
-    ``process``: a main session and its sub-agents replay as one process (`replay_process`), and a group
-    that fails is reported under its main session; a group without exactly one main session, or of one
-    session, replays its sessions alone."""
-    mains = [s for s in group if not s.is_subagent]
-    if process and len(mains) == 1 and len(group) > 1:
+    """The results of one loaded session group, failures appended to ``failures``, isolated as the serial
+    ``workbench replay`` isolates them (`workbench.isolation`): each session alone, or with ``process``
+    the group as a whole (`replay_group_as_process`), a failing group reported under its main session."""
+    if process:
         try:
-            return list(replay_process(list(group), strategy, estimator=estimator))
+            return replay_group_as_process(group, strategy, estimator=estimator)
         except Exception as exc:
             if _debug():
                 raise
@@ -99,10 +110,10 @@ def _task(group: list[PlannedFile]) -> GroupOutcome:
 class ParallelReplay:
     """The replay of ``paths`` through ``strategy`` by ``workers`` processes (`workbench.pool.ordered_map`).
 
-    Iterate `results` once; afterwards ``report`` holds the load report (files, ignored files and errors
-    in the serial order), ``records`` the number of records read and ``failures`` the failed sessions,
-    as the serial replay leaves them. ``fmt`` must be a loader name or None (checked before any worker
-    starts: a bad name is a `TranscriptError`, as `load_paths` raises)."""
+    Iterate `results` once; afterwards ``report`` (a new one, or the one given) holds the load report
+    (files, ignored files and errors in the serial order), ``records`` the number of records read and
+    ``failures`` the failed sessions, as the serial replay leaves them. ``fmt`` must be a loader name or
+    None (checked before any worker starts: a bad name is a `TranscriptError`, as `load_paths` raises)."""
 
     def __init__(
         self,
@@ -113,11 +124,12 @@ class ParallelReplay:
         estimator: str = "claude-rough",
         fmt: str | None = None,
         process: bool = False,
+        report: LoadReport | None = None,
     ) -> None:
         self.workers = check_workers(workers)
         self.paths, self.strategy, self.estimator = list(paths), strategy, estimator
         self.fmt, self.process = fmt, process
-        self.report = LoadReport()
+        self.report = report if report is not None else LoadReport()
         self.records = 0
         self.failures: list[SessionFailure] = []
         if fmt:
