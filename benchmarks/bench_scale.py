@@ -19,6 +19,9 @@ throughput (corpus MB / wall s):
   where its time goes: ``load warm`` (a bare process reading every session from the parsed-session
   cache, the Records a replay starts from) and ``replay none`` (the engine with a strategy that never
   compacts: load plus the engine's own per-call work);
+* ``ingest cold Nw`` / ``replay Nw``: the same with ``--workers N`` (N: the CPU count), next to the
+  one-process floor (a figure of what a machine's cores give, not of the 2x target, which compares one
+  process with one process); every row also gives its CPU time (user + system, workers included);
 * ``sweep``: ``workbench sweep`` of a small spec (``none`` and ``claude-code`` on every session) over the
   corpus, planned from the per-file summaries (no parse when warm), local executor.
 
@@ -50,6 +53,8 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: ``--workers`` of the ``ingest cold Nw`` and ``replay Nw`` rows: every CPU (2 where the README's table is from)
+WORKERS = os.cpu_count() or 1
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -156,10 +161,16 @@ def _measure(corpus: Path, work: Path, *, sweep: bool) -> dict[str, dict[str, fl
     row("start-up", [*workbench, "replay", "--json", "-s", "none", one_session])
     row("ingest cold", [*workbench, "ingest", "--json", str(corpus)])
     row("ingest warm", [*workbench, "ingest", "--json", str(corpus)])
+    shutil.rmtree(work / "cache" / "sessions", ignore_errors=True)  # cold again, for the workers
+    row(f"ingest cold {WORKERS}w", [*workbench, "ingest", "--json", str(corpus), "--workers", str(WORKERS)])
     _run([*workbench, "replay", "--json", str(corpus), "-s", "claude-code"], env)  # token counts warm
     row("load warm", [python, "-c", LOAD, str(corpus)])
     row("replay none", [*workbench, "replay", "--json", str(corpus), "-s", "none"])
     row("replay", [*workbench, "replay", "--json", str(corpus), "-s", "claude-code"])
+    row(
+        f"replay {WORKERS}w",
+        [*workbench, "replay", "--json", str(corpus), "-s", "claude-code", "--workers", str(WORKERS)],
+    )
     if sweep:
         spec = work / "scale.yaml"
         spec.write_text(SPEC.format(corpus=json.dumps(str(corpus))))
@@ -310,6 +321,12 @@ def _print_checks(results: dict[str, dict]) -> None:
         replay = result["replay"]["x_floor"]
         print(f"  {label}: warm ingest {warm:.1f}x faster than cold (target >= 10)")
         print(f"  {label}: replay {replay:.2f}x the parse + count floor (target <= 2)")
+        pooled = result.get(f"replay {WORKERS}w")
+        if pooled:
+            print(
+                f"  {label}: replay with {WORKERS} workers {pooled['x_floor']:.2f}x the one-process floor's wall time "
+                f"({pooled['cpu_x_floor']:.2f}x its CPU time)"
+            )
 
 
 if __name__ == "__main__":
