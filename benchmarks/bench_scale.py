@@ -83,7 +83,7 @@ print(len(plan.sessions), len(plan.cells), type(plan.sessions[0]).__name__)
 
 LOAD = r"""
 import sys
-from workbench.transcript.registry import load_groups
+from workbench.transcript.groups import load_groups
 print(sum(len(s.records) for group in load_groups(sys.argv[1:]) for s in group))
 """
 

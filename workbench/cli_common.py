@@ -178,7 +178,7 @@ class _Stream:
         self.records = 0
 
     def groups(self) -> Iterator[list[Session]]:
-        from .transcript.registry import load_groups
+        from .transcript.groups import load_groups
 
         for group in load_groups(self.paths, format=self.fmt, report=self.report):
             self.records += sum(len(s.records) for s in group)

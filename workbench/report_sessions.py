@@ -69,7 +69,7 @@ def input_groups(
         return
     paths = _input_paths(runs)
     if paths:
-        from .transcript.registry import ranked_groups
+        from .transcript.groups import ranked_groups
 
         yield from ranked_groups(paths)
 

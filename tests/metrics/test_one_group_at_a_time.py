@@ -23,7 +23,7 @@ from cli_helpers import run_cli
 
 from workbench.report import report
 from workbench.synthetic import generate_session
-from workbench.transcript import LoadReport, Session, load_paths, registry
+from workbench.transcript import LoadReport, Session, groups, load_paths, registry
 
 ZETA = "f0000000-0000-4000-8000-000000000001"  # compacts; its compaction agent's file sorts first
 BETA = "c0000000-0000-4000-8000-000000000002"  # compacts
@@ -60,7 +60,7 @@ class LiveSessions:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *roots: Path) -> None:
         files = list(registry.iter_files(list(roots), LoadReport()))
-        self.group_of = {str(p): n for n, group in enumerate(registry.group_files(files)) for p, _ in group}
+        self.group_of = {str(p): n for n, group in enumerate(groups.group_files(files)) for p, _ in group}
         self.live: list[weakref.ref[Session]] = []  # not a WeakSet: a session hashes its fields, unset in __new__
         #: (group of the file about to be read, groups with a session holding records still alive)
         self.reads: list[tuple[int, set[int]]] = []
@@ -180,10 +180,10 @@ def test_a_flat_sub_agent_joins_its_main_session_whose_file_was_renamed(
     root = tmp_path / "project"
     shutil.copytree(corpus4, root)
     (root / f"{ZETA}.jsonl").rename(root / "renamed-main.jsonl")
-    groups = registry.group_files(list(registry.iter_files([root], LoadReport())))
-    names = [sorted(p.name for p, _ in group) for group in groups]
+    found = groups.group_files(list(registry.iter_files([root], LoadReport())))
+    names = [sorted(p.name for p, _ in group) for group in found]
     assert ["agent-acompact-a1b2c3.jsonl", "renamed-main.jsonl"] in names
-    assert len(groups) == 4
+    assert len(found) == 4
     out = run_cli("recovery", str(root), "--validate", "--json")
     assert out.exit_code == 0, out.output
     validated = json.loads(out.stdout)["validation"]["compactions"]

@@ -14,7 +14,7 @@ from workbench.isolation import SessionFailure
 from workbench.replay.parallel import ParallelReplay, replay_loaded_group
 from workbench.strategies import Strategy, create
 from workbench.transcript import LoadReport, TranscriptError
-from workbench.transcript.registry import load_groups
+from workbench.transcript.groups import load_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 

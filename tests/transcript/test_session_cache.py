@@ -15,8 +15,9 @@ import pytest
 from hostile import claude_lines, cli, write_claude
 
 from workbench.transcript import claude_code, session_cache
+from workbench.transcript.groups import load_groups, ranked_groups
 from workbench.transcript.model import Block
-from workbench.transcript.registry import file_summaries, load_groups, load_paths, ranked_groups
+from workbench.transcript.registry import file_summaries, load_paths
 from workbench.transcript.session_cache import SessionCacheWarning
 
 

@@ -2,7 +2,7 @@
 
 A replay is CPU-bound Python, and sessions are independent: a strategy's state is per session (per
 process of a main session and its sub-agents with ``--process``), so session groups can be replayed
-apart. The driver plans the groups from the file list (`workbench.transcript.registry.plan_groups`:
+apart. The driver plans the groups from the file list (`workbench.transcript.groups.plan_groups`:
 nothing is parsed), each worker loads its group **by path** (through the parsed-session cache, as a sweep's
 workers do), replays it and sends back the rows (`ReplayResult`), what loading it reported and the
 sessions that failed. The driver hands the results on **in group order**, which is the serial replay's
@@ -23,8 +23,9 @@ from typing import Any
 
 from ..isolation import SessionFailure, _debug, _lead
 from ..pool import check_workers, ordered_map
+from ..transcript.groups import PlannedFile, load_planned_group, plan_groups
 from ..transcript.model import Session
-from ..transcript.registry import LoadReport, PlannedFile, load_planned_group, plan_groups
+from ..transcript.registry import LoadReport
 from .engine import ReplayResult, replay_process, replay_session
 
 __all__ = [

@@ -9,8 +9,7 @@ passed over, so nothing is dropped silently.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -26,18 +25,14 @@ __all__ = [
     "LoadReport",
     "Loader",
     "TranscriptError",
+    "custom_loaders",
     "detect",
     "file_summaries",
     "get_loader",
-    "group_files",
     "iter_files",
     "load_corpus",
-    "load_groups",
     "load_paths",
-    "load_planned_group",
     "loaders",
-    "plan_groups",
-    "ranked_groups",
     "register",
 ]
 
@@ -63,13 +58,48 @@ class Loader(Protocol):
 
 
 _REGISTRY: dict[str, Loader] = {}
+#: The built-in loader modules in detection order: gemini_session first (its .json objects carry
+#: "sessionId", which the Claude Code sniffer would take). Imported on first need (`_ensure_builtin`), not
+#: with the package: a warm ``ingest`` reads cached summaries and needs no loader.
+_BUILTIN_MODULES = (
+    "gemini_session",
+    "claude_code",
+    "anthropic_messages",
+    "swe_agent",
+    "openhands",
+    "gemini_cli",
+    "aider",
+    "codex",
+    "chat_jsonl",
+    "hf",
+)
+_STATE = {"builtin": False, "custom": False}
 
 
 def register(loader: Loader) -> Loader:
+    """Add a loader; it is tried after the built-in ones (which are registered first)."""
+    builtin = _builtin_rank(loader) < len(_BUILTIN_MODULES)
+    if not builtin:
+        _ensure_builtin()
+        _STATE["custom"] = True
     if loader.name in _REGISTRY:
         raise ValueError(f"a loader named {loader.name!r} is already registered")
     _REGISTRY[loader.name] = loader
     return loader
+
+
+def _builtin_rank(loader: Loader) -> int:
+    """The loader's place in `_BUILTIN_MODULES` (their number for any other loader)."""
+    package, _, module = type(loader).__module__.rpartition(".")
+    if package == __package__ and module in _BUILTIN_MODULES:
+        return _BUILTIN_MODULES.index(module)
+    return len(_BUILTIN_MODULES)
+
+
+def custom_loaders() -> bool:
+    """Whether a loader other than the built-in ones was registered (detection is then not remembered:
+    `workbench.transcript.session_cache.remembered_loader`)."""
+    return _STATE["custom"]
 
 
 def loaders() -> dict[str, Loader]:
@@ -86,9 +116,19 @@ def get_loader(name: str) -> Loader:
 
 
 def _ensure_builtin() -> None:
-    if not _REGISTRY:
-        from . import gemini_session  # noqa: F401, I001  (first: see workbench.transcript)
-        from . import claude_code, anthropic_messages, swe_agent, openhands, gemini_cli, aider, codex, chat_jsonl, hf  # noqa: F401  (modules register themselves)
+    """Import the built-in loader modules (each registers itself), once; the registry then holds them in
+    `_BUILTIN_MODULES` order, also when one of them was imported on its own before, and after them the
+    other loaders in the order they were registered."""
+    if _STATE["builtin"]:
+        return
+    _STATE["builtin"] = True
+    import importlib
+
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(f".{module}", __package__)
+    ordered = sorted(_REGISTRY.items(), key=lambda item: _builtin_rank(item[1]))  # stable: the rest as registered
+    _REGISTRY.clear()
+    _REGISTRY.update(ordered)
 
 
 #: Suffixes only transcripts use: such a file that no loader recognises is an error, not "ignored".
@@ -208,64 +248,6 @@ def load_paths(
         yield from _load_file(path, named, forced, report) or ()
 
 
-def load_groups(
-    paths: Iterable[Path | str], *, format: str | None = None, report: LoadReport | None = None
-) -> Iterator[list[Session]]:
-    """The sessions of `load_paths`, one *session group* at a time: a main session with its sub-agents
-    (`group_files`), so a command can hold one group in memory, not the corpus. Groups come in the
-    order of their first file; the sessions of a group in file order."""
-    for group in ranked_groups(paths, format=format, report=report):
-        sessions = [session for _, session in group]
-        del group
-        yield sessions
-        del sessions  # released before the next group is read: one group in memory, not two
-
-
-def ranked_groups(
-    paths: Iterable[Path | str], *, format: str | None = None, report: LoadReport | None = None
-) -> Iterator[list[tuple[tuple[int, int], Session]]]:
-    """`load_groups` with each session's rank in `load_paths` order: ``((file position, index in its
-    file), session)``. Groups put a file's sub-agents next to it, which is not `load_paths` order; a
-    caller that streams groups and must give results in that order (the report's tables) sorts by rank.
-    A file listed twice (overlapping inputs) is loaded twice, both times with its first position."""
-    report = report if report is not None else LoadReport()
-    forced = _prepare(format)
-    for group in plan_groups(paths, report):
-        ranked = load_planned_group(group, forced, report)
-        if ranked:
-            yield ranked
-        del ranked  # released before the next group is read: one group in memory, not two
-
-
-#: One file of a planned session group: ``(path, named, position)``: ``named``, the file was given itself
-#: (not found in a folder); ``position``, where the file first comes in `load_paths` order.
-PlannedFile = tuple[Path, bool, int]
-
-
-def plan_groups(paths: Iterable[Path | str], report: LoadReport) -> list[list[PlannedFile]]:
-    """The session groups of `ranked_groups` as files, nothing parsed (a sub-agent file's head is read
-    for its ``sessionId``): a process pool hands each group to a worker that loads it with
-    `load_planned_group` (`workbench.replay.parallel`). Path errors go to ``report`` as `load_paths`'s do."""
-    files = list(iter_files(list(paths), report))
-    first: dict[Path, int] = {}
-    for position, (path, _) in enumerate(files):
-        first.setdefault(path, position)
-    return [[(path, named, first[path]) for path, named in group] for group in group_files(files)]
-
-
-def load_planned_group(
-    group: Sequence[PlannedFile], format: Loader | str | None, report: LoadReport
-) -> list[tuple[tuple[int, int], Session]]:
-    """The ranked sessions of one group of `plan_groups` (``format``: a loader, its name, or None to
-    detect each file's); unreadable files and loader failures go to ``report`` as in `load_paths`."""
-    forced = _prepare(format) if isinstance(format, str) else format
-    return [
-        ((position, index), session)
-        for path, named, position in group
-        for index, session in enumerate(_load_file(path, named, forced, report) or ())
-    ]
-
-
 def file_summaries(
     paths: Iterable[Path | str],
     *,
@@ -328,101 +310,60 @@ def _summary_task(task: tuple[Path, bool, str | None, bool]) -> tuple[FileSummar
 def _prepare(format: str | None) -> Loader | None:
     forced = get_loader(format) if format else None
     max_line_bytes()  # a bad WORKBENCH_MAX_LINE_BYTES is a ValueError before any file is read
-    _ensure_builtin()
-    return forced
+    return forced  # the loaders themselves are imported when a file needs detecting (`detect`)
 
 
 def _load_file(
     path: Path, named: bool, forced: Loader | None, report: LoadReport, *, summary: bool | str = False
 ) -> Any:
     """One file's sessions (``summary``: its `FileSummary`), or None when it is not read (then it is
-    in ``report.errors`` or ``report.ignored``)."""
-    from .sanitize import check_session
-    from .session_cache import cached_sessions, cached_summary
+    in ``report.errors`` or ``report.ignored``).
 
-    try:
-        head = read_head(path, HEAD_BYTES)
-    except OSError as exc:
-        report.error(path, _unreadable(exc))
-        return None
-    loader = forced or detect(path, head)
-    if loader is None:
-        if not head:
-            (report.error if named else report.ignore)(path, "empty file")
-        elif named or path.name.endswith(TRANSCRIPT_SUFFIXES):
-            report.error(path, _why_not(head))
-        else:
-            report.ignore(path, "not a recognised transcript format")
-        return None
-    found = loader
+    Which loader reads an unchanged file is remembered (`session_cache.remembered_loader`: the name
+    detection gave, kept with the file's stamp), so a file whose summary or sessions are cached is neither
+    read nor sniffed and no loader module is imported (a warm ``ingest`` of the 1x corpus: about a third of
+    its time)."""
+    from .session_cache import cached_sessions, cached_summary, file_stamp, remember_loader, remembered_loader
+
+    name = forced.name if forced is not None else (None if custom_loaders() else remembered_loader(path))
+    stamp = None
+    if name is None:
+        try:
+            stamp, head = file_stamp(path), read_head(path, HEAD_BYTES)
+        except OSError as exc:
+            report.error(path, _unreadable(exc))
+            return None
+        loader = detect(path, head)
+        if loader is None:
+            if not head:
+                (report.error if named else report.ignore)(path, "empty file")
+            elif named or path.name.endswith(TRANSCRIPT_SUFFIXES):
+                report.error(path, _why_not(head))
+            else:
+                report.ignore(path, "not a recognised transcript format")
+            return None
+        name = loader.name
 
     def load() -> list[Session]:
-        return [check_session(s) for s in found.load(path)]
+        from .sanitize import check_session
+
+        return [check_session(s) for s in (forced or get_loader(name)).load(path)]
 
     try:
         if summary:
-            result = cached_summary(path, loader.name, load, keep_sessions=summary == "keep")
+            result = cached_summary(path, name, load, keep_sessions=summary == "keep")
         else:
-            result = cached_sessions(path, loader.name, load)
+            result = cached_sessions(path, name, load)
     except OSError as exc:
         report.error(path, _unreadable(exc))
         return None
     except Exception as exc:  # a loader bug on one file must not lose the others: report it
-        report.error(path, f"the {loader.name} loader failed: {type(exc).__name__}: {_one_line(exc)}")
+        report.error(path, f"the {name} loader failed: {type(exc).__name__}: {_one_line(exc)}")
         return None
+    if stamp is not None and forced is None and not custom_loaders():
+        remember_loader(path, name, stamp)
     report.files.append(str(path))
     return result
-
-
-_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
-
-
-def group_files(files: Sequence[tuple[Path, bool]]) -> list[list[tuple[Path, bool]]]:
-    """``files`` in session groups: a Claude Code main session ``<dir>/<id>.jsonl`` with its sub-agent
-    transcripts ``<dir>/<id>/subagents/*.jsonl`` (docs §7.1) and, in the older flat layout, the
-    ``<dir>/agent-*.jsonl`` files whose first ``sessionId`` is ``<id>`` (or, when no file is named
-    ``<id>.jsonl``, is the first ``sessionId`` of a main file of that folder); any other file is a group of
-    its own. Groups come in the order of their first file, files keep their order within a group."""
-    keys: list[Any] = []
-    agents = [_is_flat_agent(path) for path, _ in files]
-    for (path, _), agent in zip(files, agents, strict=True):
-        key: Any = path
-        if path.parent.name == "subagents":
-            key = path.parent.parent.parent / path.parent.parent.name
-        elif agent:
-            sid = _first_session_id(path)
-            key = path.parent / sid if sid else path
-        elif path.suffix == ".jsonl":
-            key = path.parent / path.stem
-        keys.append(key)
-    owned = {key for key, agent in zip(keys, agents, strict=True) if not agent}
-    if orphans := {key for key, agent in zip(keys, agents, strict=True) if agent} - owned:
-        # a flat sub-agent whose main file is not named by its id (renamed, copied): the first main file of
-        # its folder whose first sessionId is the sub-agent's joins it
-        folders = {orphan.parent for orphan in orphans}
-        named: dict[Any, Any] = {}
-        for (path, _), key, agent in zip(files, keys, agents, strict=True):
-            if not agent and path.suffix == ".jsonl" and path.parent in folders and path.parent.name != "subagents":
-                sid = _first_session_id(path)
-                if sid and path.parent / sid in orphans:
-                    named.setdefault(path.parent / sid, key)
-        keys = [named.get(key, key) for key in keys]
-    groups: dict[Any, list[tuple[Path, bool]]] = {}
-    for item, key in zip(files, keys, strict=True):
-        groups.setdefault(key, []).append(item)
-    return list(groups.values())
-
-
-def _is_flat_agent(path: Path) -> bool:
-    return path.name.startswith("agent-") and path.suffix == ".jsonl" and path.parent.name != "subagents"
-
-
-def _first_session_id(path: Path) -> str | None:
-    try:
-        match = _SESSION_ID.search(read_head(path, HEAD_BYTES))
-    except OSError:
-        return None
-    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _unreadable(exc: OSError) -> str:

@@ -72,8 +72,11 @@ __all__ = [
     "cached_sessions",
     "cached_summary",
     "content_hash",
+    "file_stamp",
     "file_summary",
     "loader_version",
+    "remember_loader",
+    "remembered_loader",
 ]
 
 CACHE_ENV = "WORKBENCH_SESSION_CACHE"
@@ -264,6 +267,49 @@ def _entry(path: Path, loader_name: str) -> _Entry:
     else:
         digest, stamp = content_hash(path)
     return _Entry(_hash(*settings, str(path), digest), pointer, stamp, digest)
+
+
+def file_stamp(path: Path | str) -> tuple[int, ...]:
+    """The file's device, inode, size, mtime and ctime: what says it is unchanged (`_entry`)."""
+    return _stamp(path)
+
+
+def _detected_pointer(path: Path) -> str:
+    return _hash("detected", loader_version(), str(path))
+
+
+def remembered_loader(path: Path) -> str | None:
+    """The name of the loader detection chose for ``path`` when it was last read, while the file is
+    unchanged since (the same stamp, as `_entry`'s content hash is reused); None otherwise, or without
+    the cache. Detection depends only on the file (its name and first bytes) and the built-in loaders,
+    whose code is in the loader version: the registry does not use this once another loader is registered."""
+    if not cache_enabled():
+        return None
+    try:
+        stamp = _stamp(path)
+    except OSError:
+        return None
+    known = _pointed(_detected_pointer(path))
+    if known is not None and tuple(known.get("stamp", ())) == stamp and isinstance(known.get("loader"), str):
+        return str(known["loader"])
+    return None
+
+
+def remember_loader(path: Path, loader_name: str, stamp: tuple[int, ...]) -> None:
+    """Remember that detection chose ``loader_name`` for ``path`` as it was at ``stamp`` (taken before
+    its first bytes were read: a file that changed since is detected again)."""
+    if not cache_enabled():
+        return
+    mark = {"loader": loader_name, "stamp": list(stamp)}
+    pointer = _detected_pointer(path)
+    if _pointed(pointer) == mark:
+        return
+    try:
+        marks = _root() / "paths"
+        marks.mkdir(parents=True, exist_ok=True)
+        _atomic(marks / pointer, json.dumps(mark).encode())
+    except OSError as exc:
+        _degrade(exc)
 
 
 def _pointed(pointer: str) -> dict[str, Any] | None:
