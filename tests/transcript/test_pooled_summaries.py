@@ -66,3 +66,22 @@ def test_the_real_corpus_summarised_by_two_workers(
 def test_workers_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="positive number of worker processes"):
         list(file_summaries([tmp_path], workers=0))
+
+
+def test_cached_files_are_answered_without_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    for name in ("short-question-21636369.jsonl", "tiny-hello-b8a1abcd.jsonl"):
+        shutil.copy(ROOT / "data" / name, folder / name)
+    cold = _summaries([folder], 2, tmp_path / "cache", monkeypatch)
+    import workbench.pool
+
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pool was started for files whose summaries are cached")
+
+    monkeypatch.setattr(workbench.pool, "ordered_map", no_pool)
+    warm = _summaries([folder], 2, tmp_path / "cache", monkeypatch)
+    assert warm == cold and len(warm[0]) == 2
+    (folder / "tiny-hello-b8a1abcd.jsonl").write_text((ROOT / "data" / "short-bugfix-d95bafc8.jsonl").read_text())
+    with pytest.raises(AssertionError, match="the pool was started"):  # a changed file goes to the pool
+        _summaries([folder], 2, tmp_path / "cache", monkeypatch)

@@ -71,6 +71,7 @@ __all__ = [
     "cache_enabled",
     "cached_sessions",
     "cached_summary",
+    "cached_summary_if_unchanged",
     "content_hash",
     "file_stamp",
     "file_summary",
@@ -258,15 +259,36 @@ def _entry(path: Path, loader_name: str) -> _Entry:
     """The file's cache key. Its content hash is computed, unless the path's pointer recorded it for a
     file with the same device, inode, size, mtime *and ctime* (any write, and any ``utime`` that sets an
     old mtime back, moves the ctime, which no user call can set), so an unchanged corpus is not read."""
+    known = _known_entry(path, loader_name)
+    if known is not None:
+        return known
+    settings = (loader_name, loader_version(), max_line_bytes())
+    digest, stamp = content_hash(path)
+    return _Entry(_hash(*settings, str(path), digest), _hash(*settings, str(path)), stamp, digest)
+
+
+def _known_entry(path: Path, loader_name: str) -> _Entry | None:
+    """`_entry` from the path's pointer alone, while the file's stamp is the one it recorded; else None."""
     settings = (loader_name, loader_version(), max_line_bytes())
     pointer = _hash(*settings, str(path))
     stamp = _stamp(path)
     known = _pointed(pointer)
     if known is not None and tuple(known.get("stamp", ())) == stamp and isinstance(known.get("digest"), str):
-        digest = known["digest"]
-    else:
-        digest, stamp = content_hash(path)
-    return _Entry(_hash(*settings, str(path), digest), pointer, stamp, digest)
+        return _Entry(_hash(*settings, str(path), known["digest"]), pointer, stamp, known["digest"])
+    return None
+
+
+def cached_summary_if_unchanged(path: Path, loader_name: str) -> FileSummary | None:
+    """The cached summary of ``path`` when the file is unchanged since it was summarised, reading nothing
+    but the cache (no hash, no parse); None otherwise (`file_summaries` with workers answers these itself)."""
+    if not cache_enabled():
+        return None
+    try:
+        entry = _known_entry(path, loader_name)
+    except OSError:
+        return None
+    found = _read(entry.key, "summary") if entry is not None else None
+    return found if isinstance(found, FileSummary) else None
 
 
 def file_stamp(path: Path | str) -> tuple[int, ...]:
