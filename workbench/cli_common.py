@@ -167,7 +167,7 @@ def _check_load_args(fmt: str | None) -> None:
 
 class _Stream:
     """The inputs' sessions read lazily, one session group (a main session and its sub-agents) at a time
-    (`workbench.transcript.load_groups`), so a command holds one group in memory, not the corpus."""
+    (`workbench.transcript.groups.load_groups`), so a command holds one group in memory, not the corpus."""
 
     def __init__(self, paths: list[Path], fmt: str | None) -> None:
         from .transcript import LoadReport

@@ -10,7 +10,7 @@ helpers instead of a try/except of its own:
   once more on the others: a run without failures pays nothing extra.
 * `stream_sessions` is `each_session` as a generator, and `fold_sessions` feeds sessions one at a time
   to an accumulator that commits a session's contribution only when all of it was computed: the
-  commands read their inputs one session group at a time (`workbench.transcript.load_groups`) through
+  commands read their inputs one session group at a time (`workbench.transcript.groups.load_groups`) through
   these, so memory is bounded by the largest group, not by the corpus.
 
 A failure is a `SessionFailure` (file, session id, one-line reason ``ExceptionType: message``);

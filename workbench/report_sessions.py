@@ -4,7 +4,7 @@
 recorded bill, the cost simulation, its calibration, Claude's recorded summaries (``reference``) and the
 uncompacted sizes of a ``none`` replay. Holding every session of the manifests' inputs made the report's
 peak memory grow with the corpus. `SessionTables` reads them one *session group* (a main session with its
-sub-agents, `workbench.transcript.ranked_groups`) at a time, computes each session's pieces, and drops the
+sub-agents, `workbench.transcript.groups.ranked_groups`) at a time, computes each session's pieces, and drops the
 group before the next is read; what it keeps is rows and small per-event frames keyed by session.
 
 Per group, not per session: `reference_rows` scores a recorded compaction with the output of the matching
