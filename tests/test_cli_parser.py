@@ -140,7 +140,10 @@ def test_a_min_1_option_rejects_0_and_takes_1() -> None:
     result = run_cli("sweep", "spec.yaml", "--workers", "0")
     assert result.exit_code == 2 and "argument --workers: must be at least 1, got 0" in result.stderr
     assert parse(["sweep", "spec.yaml", "--workers", "1", "--batch-size", "1"])[1]["workers"] == 1
-    assert parse(["tune", "spec.yaml", "--workers", "0"])[1]["workers"] == 0  # tune had no min (typer neither)
+    # every --workers has the minimum (tune's and demo's had none: `demo --workers 0` ended in an internal error)
+    for argv in (["tune", "spec.yaml"], ["demo"], ["replay", "p", "-s", "none"], ["ingest", "p"]):
+        result = run_cli(*argv, "--workers", "0")
+        assert result.exit_code == 2 and "argument --workers: must be at least 1, got 0" in result.stderr, argv
 
 
 def test_arguments_arrive_typed_with_the_functions_defaults() -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "FORMAT",
     "JSON",
     "PATHS",
+    "PROBE_BUDGET",
     "Arg",
     "Command",
     "arg",
@@ -91,6 +92,12 @@ def at_least_one(text: str) -> int:
 PATHS = arg("paths", nargs="+", type=Path, metavar="PATH", help="Transcript files or folders.")
 JSON = arg("--json", dest="as_json", action="store_true", help="Print machine-readable JSON.")
 FORMAT = arg("--format", dest="fmt", metavar="NAME", help="Force a loader instead of auto-detection.")
+PROBE_BUDGET = arg(
+    "--probe-budget-usd",
+    type=float,
+    metavar="USD",
+    help="Hard budget of the probe run in USD: refuse above it, stop at it.",
+)
 
 
 # ------------------------------------------------------------------ output and errors

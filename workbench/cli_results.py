@@ -15,6 +15,7 @@ from .cli_common import (
     FORMAT,
     JSON,
     PATHS,
+    PROBE_BUDGET,
     Command,
     _emit,
     _finish,
@@ -392,12 +393,7 @@ COMMANDS = (
                 action="store_true",
                 help="Run the online judge probes on every compaction (needs a budget).",
             ),
-            arg(
-                "--probe-budget-usd",
-                type=float,
-                metavar="USD",
-                help="Hard budget of the probe run in USD: refuse above it, stop at it.",
-            ),
+            PROBE_BUDGET,
             arg(
                 "--probe-model",
                 default="claude-sonnet-4-6",

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .cli_common import JSON, Command, arg, at_least_one, echo, fail
+from .cli_common import JSON, PROBE_BUDGET, Command, arg, at_least_one, echo, fail
 
 __all__ = ["COMMANDS"]
 
@@ -234,12 +234,7 @@ COMMANDS = (
                 help="Refuse grids larger than this (default: the spec's, 10,000).",
             ),
             arg("--probes", action="store_true", help="With --report: run the online judge probes (needs a budget)."),
-            arg(
-                "--probe-budget-usd",
-                type=float,
-                metavar="USD",
-                help="Hard budget of the probe run in USD: refuse above it, stop at it.",
-            ),
+            PROBE_BUDGET,
             arg(
                 "--probe-model",
                 default="claude-sonnet-4-6",
@@ -255,7 +250,7 @@ COMMANDS = (
         (
             arg("spec", type=Path, metavar="SPEC", help="Tune spec (YAML, see experiments/tune-*.yaml)."),
             arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
-            arg("--workers", type=int, metavar="N", help="Worker processes (default: CPU count)."),
+            arg("--workers", type=at_least_one, metavar="N", help="Worker processes (default: CPU count)."),
             _STORE,
             arg("--plot", type=Path, metavar="PNG", help="Also save the front as a PNG here."),
             JSON,
@@ -267,7 +262,7 @@ COMMANDS = (
         (
             arg("--out", type=Path, default=Path("results/demo"), metavar="DIR", help="Report folder."),
             arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
-            arg("--workers", type=int, metavar="N", help="Worker processes."),
+            arg("--workers", type=at_least_one, metavar="N", help="Worker processes."),
             JSON,
         ),
     ),
