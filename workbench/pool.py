@@ -4,8 +4,7 @@ finish them.
 
 * **Bounded**: at most ``2 × workers`` items are in flight or finished and waiting for their turn, so a
   slow item does not let the results of the others pile up in the driver.
-* **Fork on Linux, spawn elsewhere**: the rule of the sweep's local executor
-  (`workbench.experiments.executors.local_start_method`, which this lower layer does not import). With
+* **Fork on Linux, spawn elsewhere** (`start_method`, which the sweep's local executor uses too): with
   fork the workers inherit the imported modules and the ``initargs`` without pickling them.
 * **Ctrl-C reaches the driver only**: workers ignore SIGINT; when the consumer stops early, a task fails
   or the driver is interrupted, what has not started is cancelled and the workers are ended at once (a
@@ -23,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["check_workers", "ordered_map"]
+__all__ = ["check_workers", "ordered_map", "start_method"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,6 +33,12 @@ def check_workers(workers: object) -> int:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--workers must be a positive number of worker processes, got {workers!r}")
     return workers
+
+
+def start_method() -> str:
+    """``fork`` on Linux (workers inherit the parent's modules and data), else ``spawn`` (``fork`` is unsafe
+    or missing on macOS and Windows)."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
 def _start(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
@@ -55,7 +60,7 @@ def ordered_map(
     at its item's turn, after the workers are stopped."""
     check_workers(workers)
     todo = iter(items)
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    context = multiprocessing.get_context(start_method())
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_start, initargs=(initializer, initargs)
     )

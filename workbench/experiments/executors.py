@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
+
+from .. import pool
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -52,11 +53,7 @@ class ExecutorError(RuntimeError):
 
 def check_workers(workers: int | None) -> int | None:
     """``workers`` unchanged when None or a positive int, else a `ValueError` saying what is allowed."""
-    if workers is None:
-        return None
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"--workers must be a positive number of worker processes, got {workers!r}")
-    return workers
+    return None if workers is None else pool.check_workers(workers)
 
 
 class InlineExecutor(Executor):
@@ -73,7 +70,7 @@ class InlineExecutor(Executor):
 
 def local_start_method() -> str:
     """``fork`` on Linux (workers inherit the driver's parsed sessions and counts), else ``spawn``."""
-    return "fork" if sys.platform.startswith("linux") else "spawn"
+    return pool.start_method()
 
 
 def executor_kind(name: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..isolation import SessionFailure, _debug, _lead
+from ..isolation import SessionFailure, each_session, stream_groups
 from ..pool import check_workers, ordered_map
 from ..transcript.groups import PlannedFile, load_planned_group, plan_groups
 from ..transcript.model import Session
@@ -53,22 +53,14 @@ def replay_loaded_group(
     ``workbench replay`` isolates them (`workbench.isolation`): each session alone, or with ``process``
     the group as a whole (`replay_group_as_process`), a failing group reported under its main session."""
     if process:
-        try:
-            return replay_group_as_process(group, strategy, estimator=estimator)
-        except Exception as exc:
-            if _debug():
-                raise
-            failures.append(SessionFailure.of(_lead(list(group)), exc))
-            return []
-    results: list[ReplayResult] = []
-    for session in group:
-        try:
-            results.append(replay_session(session, strategy, estimator=estimator))
-        except Exception as exc:
-            if _debug():
-                raise
-            failures.append(SessionFailure.of(session, exc))
-    return results
+        run = stream_groups(
+            lambda g: replay_group_as_process(g, strategy, estimator=estimator), [list(group)], failures
+        )
+        return [result for _, results in run for result in results]
+    return [
+        result
+        for _, result in each_session(lambda s: replay_session(s, strategy, estimator=estimator), group, failures)
+    ]
 
 
 @dataclass
