@@ -68,7 +68,6 @@ def replay(
 
     from .isolation import stream_groups, stream_sessions
     from .replay import replay_session
-    from .replay.parallel import ParallelReplay, replay_group_as_process
     from .strategies import create
 
     try:
@@ -102,11 +101,15 @@ def replay(
     try:
         parallel = None
         if workers > 1:  # session groups by worker processes, results in the serial order
+            from .replay.parallel import ParallelReplay  # multiprocessing only when asked for
+
             parallel = ParallelReplay(
                 paths, instance, workers=workers, estimator=estimator, fmt=fmt, process=process, report=stream.report
             )
             results = parallel.results(progress=None if as_json else f"replay {instance.name} ({workers} workers)")
         elif process:  # one group at a time, each as one process (a group without a main session: alone)
+            from .replay.parallel import replay_group_as_process
+
             results = (
                 result
                 for group_results in _values(

@@ -1,20 +1,8 @@
-"""Imports every built-in strategy module so each registers itself."""
+"""Imports every built-in strategy module so each registers itself (`registry._BUILTIN_MODULES`)."""
 
-from . import (  # noqa: F401
-    aider,
-    baseline,
-    claude_code,
-    codex,
-    context_editing,
-    full_compact,
-    gemini,
-    langchain,
-    letta,
-    microcompact,
-    observation_masking,
-    opencode,
-    openhands,
-    recent_window,
-    sm_compact,
-    truncate_oldest,
-)
+import importlib
+
+from .registry import _BUILTIN_MODULES
+
+for _module in dict.fromkeys(_BUILTIN_MODULES.values()):
+    importlib.import_module(f"{__package__}.{_module}")

@@ -3,7 +3,9 @@ entry point group.
 
 Three ways in:
 
-* built-in modules call `register` at import (`workbench.strategies.builtin` imports them all);
+* built-in modules call `register` at import. `get_strategy` imports only the module of the name it is
+  asked for (`_BUILTIN_MODULES`: a replay of one strategy does not build the other modules' configs);
+  listing imports them all (`workbench.strategies.builtin`);
 * a third-party package declares an entry point in the group ``workbench.strategies`` (as papermill's
   engines and inspect_ai's extensions do) whose object is a `Strategy` subclass, or a module that
   registers its strategies on import::
@@ -21,6 +23,7 @@ Three ways in:
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +42,41 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "workbench.strategies"
+
+#: Each built-in strategy's name and the module of this package that registers it, in the order listing
+#: has always shown them (`_ensure_builtin` restores it, whichever module was imported first).
+#: tests/strategies/test_lazy_registry.py checks the table against what the modules register.
+_BUILTIN_MODULES: dict[str, str] = {
+    "recent-window": "recent_window",
+    "aider": "aider",
+    "none": "baseline",
+    "recorded": "baseline",
+    "full-compact": "full_compact",
+    "microcompact": "microcompact",
+    "microcompact-truncate": "microcompact",
+    "sm-compact": "sm_compact",
+    "sm-compact-reference": "sm_compact",
+    "sm-compact-naive": "sm_compact",
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "clear-tool-uses": "context_editing",
+    "clear-thinking": "context_editing",
+    "server-compact": "context_editing",
+    "gemini-cli": "gemini",
+    "langchain-trim": "langchain",
+    "langchain-summarization": "langchain",
+    "openhands-observation-masking": "openhands",
+    "openhands-recent": "openhands",
+    "openhands-amortized": "openhands",
+    "openhands-llm": "openhands",
+    "openhands-pipeline": "openhands",
+    "letta": "letta",
+    "observation-masking": "observation_masking",
+    "opencode": "opencode",
+    "opencode-prune": "opencode",
+    "truncate-oldest": "truncate_oldest",
+}
+_BUILTIN_IMPORTED = False
 
 _REGISTRY: dict[str, type[Strategy]] = {}
 _ORIGIN: dict[str, str] = {}
@@ -76,6 +114,9 @@ def register(cls: type[Strategy]) -> type[Strategy]:
         raise TypeError(f"register expects a Strategy subclass, got {cls!r}")
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
+    builtin = _BUILTIN_MODULES.get(cls.name)
+    if builtin is not None and cls.__module__ != f"{__package__}.{builtin}":
+        _import_builtin(cls.name)  # a built-in name is taken even before its module is imported
     existing = _REGISTRY.get(cls.name)
     if existing is not None and existing is not cls and not _redefinition(existing, cls):
         raise ValueError(
@@ -88,9 +129,22 @@ def register(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
-def _ensure_builtin() -> None:
-    from . import builtin  # noqa: F401  (imports every strategy module)
+def _import_builtin(name: str) -> None:
+    """Import the module that registers the built-in strategy ``name``."""
+    importlib.import_module(f"{__package__}.{_BUILTIN_MODULES[name]}")
 
+
+def _ensure_builtin() -> None:
+    """Import every built-in strategy module, then load the entry points (once per process)."""
+    global _BUILTIN_IMPORTED
+    if not _BUILTIN_IMPORTED:
+        from . import builtin  # noqa: F401  (imports every strategy module)
+
+        _BUILTIN_IMPORTED = True
+        others = {name: cls for name, cls in _REGISTRY.items() if name not in _BUILTIN_MODULES}
+        ordered = {name: _REGISTRY[name] for name in _BUILTIN_MODULES if name in _REGISTRY}
+        _REGISTRY.clear()
+        _REGISTRY.update({**ordered, **others})
     _load_entry_points()
 
 
@@ -148,6 +202,11 @@ def describe_strategies() -> list[dict[str, Any]]:
 
 
 def get_strategy(name: str) -> type[Strategy]:
+    """The class registered as ``name``. A built-in name imports only its own module (no other strategy
+    and no entry point: an entry point cannot take a built-in name); any other name loads them all."""
+    if name in _BUILTIN_MODULES:
+        _import_builtin(name)
+        return _REGISTRY[name]
     _ensure_builtin()
     try:
         return _REGISTRY[name]
