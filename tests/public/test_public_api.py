@@ -72,6 +72,31 @@ def test_replay_is_the_engine(corpus, runs):
     pd.testing.assert_frame_equal(mine.drop(columns=["label", "config_hash"]).reset_index(drop=True), direct)
 
 
+def test_replay_in_worker_processes_gives_the_same_frames(corpus, runs):
+    """``workers=2``: the sessions are replayed by two forked processes, the rows come back in order."""
+    pooled = wb.replay(
+        corpus, ["none", "sm-compact", wb.strategy("sm-compact", min_tokens=20_000)], progress=False, workers=2
+    )
+    for frame in ("configs", "cells", "steps", "events"):
+        pd.testing.assert_frame_equal(getattr(pooled, frame), getattr(runs, frame))
+    assert len(pooled.cells) == 3 * len(corpus)
+    with pytest.raises(ValueError, match="--workers must be a positive number"):
+        wb.replay(corpus, "none", progress=False, workers=0)
+
+
+def test_a_failing_strategy_fails_the_pooled_replay_as_it_fails_one_process(corpus):
+    class Broken(wb.Strategy):
+        name = "broken-in-worker"
+        Config = wb.StrategyConfig
+
+        def compact(self, view, state):
+            raise RuntimeError(f"boom at {view.step}")
+
+    for workers in (1, 2):
+        with pytest.raises(RuntimeError, match="boom at 0"):
+            wb.replay(corpus, Broken, progress=False, workers=workers)
+
+
 def test_summary_by_session_and_the_same_tables_as_a_sweep(corpus, runs):
     from workbench.experiments.tables import config_table
 

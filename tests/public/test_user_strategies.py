@@ -65,11 +65,19 @@ def test_a_main_module_strategy_runs_in_replay_and_every_executor(tmp_path):
             if __name__ == "__main__":
                 corpus = wb.load({str(DATA)!r}, progress=False)
                 runs = wb.replay(corpus, ["none", KeepTail, wb.strategy(KeepTail, keep=80)], progress=False)
+                import workbench.pool as pool
+
+                original, pool.start_method = pool.start_method, lambda: "spawn"  # workers without this class
+                spawned = wb.replay(corpus, ["none", KeepTail, wb.strategy(KeepTail, keep=80)], progress=False,
+                                    workers=2)
+                pool.start_method = original
+                same_when_spawned = all(getattr(spawned, f).equals(getattr(runs, f))
+                                        for f in ("configs", "cells", "steps", "events"))
                 summary = runs.summary(metrics=("savings",))  # before registering: labels from the class
                 wb.register(KeepTail)
                 spec = {{"name": "mine", "corpus": [{str(DATA)!r}], "metrics": ["savings", "validity"],
                          "strategies": [{{"name": "keep-tail", "grid": {{"keep": [40, 80]}}}}]}}
-                out = {{"labels": runs.labels,
+                out = {{"labels": runs.labels, "same_when_spawned": same_when_spawned,
                         "replay": summary.set_index("label")["tokens_saved"].to_dict()}}
                 for name, executor, method in (("fork", "local", "fork"), ("spawn", "local", "spawn"),
                                                 ("dask", "dask-local", None)):
@@ -88,6 +96,7 @@ def test_a_main_module_strategy_runs_in_replay_and_every_executor(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["labels"] == ["none", "keep-tail", "keep-tail keep=80"]
+    assert out["same_when_spawned"] is True
     assert out["replay"]["keep-tail"] > 0 and out["replay"]["none"] == 0
     expected = {"keep-tail": out["replay"]["keep-tail"], "keep-tail keep=80": out["replay"]["keep-tail keep=80"]}
     assert out["fork"] == expected and out["spawn"] == expected and out["dask"] == expected

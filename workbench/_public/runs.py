@@ -99,6 +99,7 @@ def replay(
     *,
     estimator: str = "claude-rough",
     progress: bool = True,
+    workers: int = 1,
 ) -> Runs:
     """Replay every session through every strategy (the engine of ``workbench replay``).
 
@@ -111,6 +112,9 @@ def replay(
             class defined in the notebook works as is.
         estimator: per-record estimator for post-compaction accounting.
         progress: a progress bar over sessions.
+        workers: replay the sessions in this many processes (`workbench.pool.ordered_map`); the frames are
+            the same as with one, in the same order. Forked workers (Linux) share the loaded sessions; spawned
+            ones (macOS, Windows) are sent them, and the strategies by value (a class of the notebook too).
 
     Example::
 
@@ -119,27 +123,66 @@ def replay(
     """
     from tqdm.auto import tqdm
 
-    from ..experiments.cells import cell_summary
-    from ..replay import replay_group
+    from ..pool import check_workers
     from ..strategies.base import prefix_key
 
+    check_workers(workers)
     sessions = as_sessions(corpus)
     items = _as_strategies(strategies)
     configs = _config_rows(items)
     unique = list({row: s for row, s in zip(_hashes(items), items, strict=True)}.values())
-    label_of = dict(zip(configs["config_hash"], configs["label"], strict=True))
-    json_of = dict(zip(configs["config_hash"], configs["config_json"], strict=True))
     groups: dict[str, list[tuple[str, Strategy]]] = {}
     for chash, item in zip(_hashes(unique), unique, strict=True):
         groups.setdefault(prefix_key(item), []).append((chash, item))
+    plan = _Plan(
+        list(groups.values()),
+        dict(zip(configs["config_hash"], configs["label"], strict=True)),
+        dict(zip(configs["config_hash"], configs["config_json"], strict=True)),
+        estimator,
+    )
+    if workers > 1 and len(sessions) > 1:
+        per_session = _replay_in_workers(plan, sessions, workers)
+    else:
+        per_session = (plan.rows(session) for session in sessions)
     steps: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     cells: list[dict[str, Any]] = []
-    for session in tqdm(sessions, desc="replay", unit="session", disable=not progress):
-        for members in groups.values():
-            results = replay_group(session, [s for _, s in members], estimator=estimator)
+    for session_steps, session_events, session_cells in tqdm(
+        per_session, total=len(sessions), desc="replay", unit="session", disable=not progress
+    ):
+        steps += session_steps
+        events += session_events
+        cells += session_cells
+    return Runs(sessions, configs, pd.DataFrame(cells), pd.DataFrame(steps), pd.DataFrame(events), estimator=estimator)
+
+
+_Rows = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
+
+
+class _Plan:
+    """What `replay` runs on each session: the strategies grouped by shared prefix, their labels and config
+    JSON by config hash, the estimator; `rows` is one session's steps, events and cells."""
+
+    def __init__(
+        self,
+        groups: list[list[tuple[str, Strategy]]],
+        label_of: dict[str, str],
+        json_of: dict[str, str],
+        estimator: str,
+    ) -> None:
+        self.groups, self.label_of, self.json_of, self.estimator = groups, label_of, json_of, estimator
+
+    def rows(self, session: Session) -> _Rows:
+        from ..experiments.cells import cell_summary
+        from ..replay import replay_group
+
+        steps: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        cells: list[dict[str, Any]] = []
+        for members in self.groups:
+            results = replay_group(session, [s for _, s in members], estimator=self.estimator)
             for (chash, item), result in zip(members, results, strict=True):
-                extra = {"config_hash": chash, "label": label_of[chash]}
+                extra = {"config_hash": chash, "label": self.label_of[chash]}
                 steps.extend({**row, **extra} for row in result.steps)
                 events.extend({**row, **extra} for row in result.events)
                 cells.append(
@@ -148,12 +191,43 @@ def replay(
                         "config_hash": chash,
                         "session_id": session.id,
                         "source": session.source,
-                        "estimator": estimator,
-                        "config_json": json_of[chash],
+                        "estimator": self.estimator,
+                        "config_json": self.json_of[chash],
                         **cell_summary(result.steps, result.events),
                     }
                 )
-    return Runs(sessions, configs, pd.DataFrame(cells), pd.DataFrame(steps), pd.DataFrame(events), estimator=estimator)
+        return steps, events, cells
+
+
+#: A worker's plan and sessions (`_init_worker`): inherited by a forked worker, sent to a spawned one.
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(plan: bytes, sessions: Sequence[Session]) -> None:
+    import pickle
+
+    _WORKER.update(plan=pickle.loads(plan), sessions=sessions)
+
+
+def _session_rows(index: int) -> _Rows:
+    rows: _Rows = _WORKER["plan"].rows(_WORKER["sessions"][index])
+    return rows
+
+
+def _replay_in_workers(plan: _Plan, sessions: Sequence[Session], workers: int) -> Iterable[_Rows]:
+    """Each session's rows, in order, by ``workers`` processes. The plan travels by value (cloudpickle:
+    a strategy class defined in the notebook has no module a spawned worker could import it from)."""
+    import cloudpickle
+
+    from ..pool import ordered_map
+
+    return ordered_map(
+        _session_rows,
+        range(len(sessions)),
+        min(workers, len(sessions)),
+        initializer=_init_worker,
+        initargs=(cloudpickle.dumps(plan), list(sessions)),
+    )
 
 
 def _hashes(items: Sequence[Strategy]) -> list[str]:
