@@ -125,6 +125,7 @@ def replay(
 
     from ..pool import check_workers
     from ..strategies.base import prefix_key
+    from .replay_rows import Plan, replay_in_workers
 
     check_workers(workers)
     sessions = as_sessions(corpus)
@@ -134,14 +135,14 @@ def replay(
     groups: dict[str, list[tuple[str, Strategy]]] = {}
     for chash, item in zip(_hashes(unique), unique, strict=True):
         groups.setdefault(prefix_key(item), []).append((chash, item))
-    plan = _Plan(
+    plan = Plan(
         list(groups.values()),
         dict(zip(configs["config_hash"], configs["label"], strict=True)),
         dict(zip(configs["config_hash"], configs["config_json"], strict=True)),
         estimator,
     )
     if workers > 1 and len(sessions) > 1:
-        per_session = _replay_in_workers(plan, sessions, workers)
+        per_session = replay_in_workers(plan, sessions, workers)
     else:
         per_session = (plan.rows(session) for session in sessions)
     steps: list[dict[str, Any]] = []
@@ -154,80 +155,6 @@ def replay(
         events += session_events
         cells += session_cells
     return Runs(sessions, configs, pd.DataFrame(cells), pd.DataFrame(steps), pd.DataFrame(events), estimator=estimator)
-
-
-_Rows = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
-
-
-class _Plan:
-    """What `replay` runs on each session: the strategies grouped by shared prefix, their labels and config
-    JSON by config hash, the estimator; `rows` is one session's steps, events and cells."""
-
-    def __init__(
-        self,
-        groups: list[list[tuple[str, Strategy]]],
-        label_of: dict[str, str],
-        json_of: dict[str, str],
-        estimator: str,
-    ) -> None:
-        self.groups, self.label_of, self.json_of, self.estimator = groups, label_of, json_of, estimator
-
-    def rows(self, session: Session) -> _Rows:
-        from ..experiments.cells import cell_summary
-        from ..replay import replay_group
-
-        steps: list[dict[str, Any]] = []
-        events: list[dict[str, Any]] = []
-        cells: list[dict[str, Any]] = []
-        for members in self.groups:
-            results = replay_group(session, [s for _, s in members], estimator=self.estimator)
-            for (chash, item), result in zip(members, results, strict=True):
-                extra = {"config_hash": chash, "label": self.label_of[chash]}
-                steps.extend({**row, **extra} for row in result.steps)
-                events.extend({**row, **extra} for row in result.events)
-                cells.append(
-                    {
-                        "strategy": item.name,
-                        "config_hash": chash,
-                        "session_id": session.id,
-                        "source": session.source,
-                        "estimator": self.estimator,
-                        "config_json": self.json_of[chash],
-                        **cell_summary(result.steps, result.events),
-                    }
-                )
-        return steps, events, cells
-
-
-#: A worker's plan and sessions (`_init_worker`): inherited by a forked worker, sent to a spawned one.
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(plan: bytes, sessions: Sequence[Session]) -> None:
-    import pickle
-
-    _WORKER.update(plan=pickle.loads(plan), sessions=sessions)
-
-
-def _session_rows(index: int) -> _Rows:
-    rows: _Rows = _WORKER["plan"].rows(_WORKER["sessions"][index])
-    return rows
-
-
-def _replay_in_workers(plan: _Plan, sessions: Sequence[Session], workers: int) -> Iterable[_Rows]:
-    """Each session's rows, in order, by ``workers`` processes. The plan travels by value (cloudpickle:
-    a strategy class defined in the notebook has no module a spawned worker could import it from)."""
-    import cloudpickle
-
-    from ..pool import ordered_map
-
-    return ordered_map(
-        _session_rows,
-        range(len(sessions)),
-        min(workers, len(sessions)),
-        initializer=_init_worker,
-        initargs=(cloudpickle.dumps(plan), list(sessions)),
-    )
 
 
 def _hashes(items: Sequence[Strategy]) -> list[str]:
