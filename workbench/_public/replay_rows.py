@@ -55,7 +55,7 @@ class Plan:
         return steps, events, cells
 
 
-#: A worker's plan and sessions (`_init_worker`): inherited by a forked worker, sent to a spawned one.
+#: A worker's plan, and the loaded sessions when it was forked (`_init_worker`).
 _WORKER: dict[str, Any] = {}
 
 
@@ -65,22 +65,28 @@ def _init_worker(plan: bytes, sessions: Sequence[Session]) -> None:
     _WORKER.update(plan=pickle.loads(plan), sessions=sessions)
 
 
-def _session_rows(index: int) -> Rows:
-    rows: Rows = _WORKER["plan"].rows(_WORKER["sessions"][index])
+def _session_rows(item: int | Session) -> Rows:
+    """The rows of one session: by its index in the forked worker's sessions, or sent with the task."""
+    session = _WORKER["sessions"][item] if isinstance(item, int) else item
+    rows: Rows = _WORKER["plan"].rows(session)
     return rows
 
 
 def replay_in_workers(plan: Plan, sessions: Sequence[Session], workers: int) -> Iterable[Rows]:
-    """Each session's rows, in order, by ``workers`` processes. The plan travels by value (cloudpickle:
-    a strategy class defined in the notebook has no module a spawned worker could import it from)."""
+    """Each session's rows, in order, by ``workers`` processes. A forked worker has the loaded sessions and
+    gets their indices; a spawned one gets each session with its task, so every session is sent once and a
+    worker holds only the ones it is replaying. The plan travels by value (cloudpickle: a strategy class
+    defined in the notebook has no module a spawned worker could import it from)."""
     import cloudpickle
 
-    from ..pool import ordered_map
+    from ..pool import ordered_map, start_method
 
+    forked = start_method() == "fork"
+    items: Iterable[int | Session] = range(len(sessions)) if forked else sessions
     return ordered_map(
         _session_rows,
-        range(len(sessions)),
+        items,
         min(workers, len(sessions)),
         initializer=_init_worker,
-        initargs=(cloudpickle.dumps(plan), list(sessions)),
+        initargs=(cloudpickle.dumps(plan), sessions if forked else ()),
     )

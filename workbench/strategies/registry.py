@@ -76,6 +76,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "opencode-prune": "opencode",
     "truncate-oldest": "truncate_oldest",
 }
+_RANK = {name: rank for rank, name in enumerate(_BUILTIN_MODULES)}
 _BUILTIN_IMPORTED = False
 
 _REGISTRY: dict[str, type[Strategy]] = {}
@@ -141,10 +142,10 @@ def _ensure_builtin() -> None:
         from . import builtin  # noqa: F401  (imports every strategy module)
 
         _BUILTIN_IMPORTED = True
-        others = {name: cls for name, cls in _REGISTRY.items() if name not in _BUILTIN_MODULES}
-        ordered = {name: _REGISTRY[name] for name in _BUILTIN_MODULES if name in _REGISTRY}
+        # the built-ins in their order, then the rest as registered (sorted is stable)
+        ordered = sorted(_REGISTRY.items(), key=lambda item: _RANK.get(item[0], len(_RANK)))
         _REGISTRY.clear()
-        _REGISTRY.update({**ordered, **others})
+        _REGISTRY.update(ordered)
     _load_entry_points()
 
 
