@@ -65,7 +65,13 @@ def one_line(text: str, limit: int) -> str:
 def _is_error_text(text: str) -> bool:
     """Whether ``text`` starts like an error (``Error …``, ``Traceback``, ``fatal:``, ``** (``) or reports
     one anywhere (``error:``, ``3 failures``)."""
-    return bool(_ERROR_START.match(text) or _ERROR_ANYWHERE.search(text))
+    if _ERROR_START.match(text):
+        return True
+    if text.isascii():  # `_ERROR_ANYWHERE` needs "error" or "failure": a substring test skips most scans
+        lowered = text.lower()  # exactly IGNORECASE's matching for ASCII text (no Unicode case variants)
+        if "error" not in lowered and "failure" not in lowered:
+            return False
+    return _ERROR_ANYWHERE.search(text) is not None
 
 
 def is_real_request(text: str) -> bool:

@@ -43,7 +43,7 @@ try:  # the same algorithm and opcodes as difflib's (tests/memory/test_edit_diff
 except ImportError:  # pragma: no cover - cydifflib is a dependency; the standard library is the fallback
     from difflib import SequenceMatcher
 
-from ..tokens.js import js_stringify, rough_tokens
+from ..tokens.js import js_len, js_round, js_stringify, rough_tokens
 from ..transcript.model import Record
 from .prompt import DEFAULT_UPDATE_PROMPT, build_update_prompt, default_memory_path
 from .template import SessionMemory
@@ -112,7 +112,8 @@ def edit_calls(before: str, after: str, path: str) -> list[dict[str, str]]:
 
 def edit_tokens(before: str, after: str, path: str) -> int:
     """chars/4 of the Edit tool_uses of `edit_calls`, counted like any tool_use: name + JSON input."""
-    return sum(rough_tokens("Edit" + js_stringify(call)) for call in edit_calls(before, after, path))
+    # rough_tokens("Edit" + json) without the concatenation: a JavaScript length adds up over its parts
+    return sum(js_round((4 + js_len(js_stringify(call))) / 4) for call in edit_calls(before, after, path))
 
 
 def extraction_call(

@@ -19,7 +19,7 @@ Reproduced on purpose (docs/claude-code-compaction.md §1.1):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..tokens.js import js_len, rough_tokens
@@ -126,6 +126,8 @@ class SessionMemory:
     """
 
     sections: tuple[MemorySection, ...]
+    #: `render`'s text, memoised (immutable: an extraction reads the notes' text three or four times)
+    _text: str | None = field(default=None, init=False, compare=False, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SessionMemory:
         return self  # immutable: a replay fork shares it
@@ -162,7 +164,11 @@ class SessionMemory:
 
     def render(self) -> str:
         """The file content: a leading newline, sections separated by one blank line, final newline."""
-        return "\n" + "\n\n".join(s.render() for s in self.sections) + "\n"
+        text = self._text
+        if text is None:
+            text = "\n" + "\n\n".join(s.render() for s in self.sections) + "\n"
+            object.__setattr__(self, "_text", text)
+        return text
 
     @property
     def text(self) -> str:
