@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.memory.facts import first_error_line, one_line
+from workbench.memory.facts import SessionFacts, ToolCall, error_calls, first_error_line, one_line
 
 #: The definitions the helpers must keep matching exactly (the single patterns they were written as).
 WS = re.compile(r"\s+")
@@ -45,3 +45,27 @@ def test_error_line_examples() -> None:
     assert first_error_line("building\nsrc/a.c:3: error: missing ;", 200) == "src/a.c:3: error: missing ;"
     assert first_error_line("3 errors found\nmore", 200) == "3 errors found"
     assert first_error_line("no problems; errors: none", 200) == "no problems; errors: none"  # fallback: whole text
+
+
+@given(
+    st.lists(
+        st.sampled_from([*_PIECES, "ERROR", "Failure", "FAILURE", "İ", "\u212a", "1 fa", "lure"]), max_size=12
+    ).map("".join)
+)
+def test_a_shell_output_is_an_error_where_the_single_pattern_matches(text: str) -> None:
+    """Whole outputs, ASCII or not: the substring test that skips the scan on ASCII text without "error" or
+    "failure" must never hide a match (IGNORECASE also matches "ſ" for "s", "ı"/"İ" for "i", "K" for "k")."""
+    facts = SessionFacts(calls=(ToolCall(0, "Bash", {"command": "make"}, result=text),))
+    assert bool(error_calls(facts)) == bool(ERROR_LINE.search(text))
+
+
+def test_shell_error_examples() -> None:
+    def flagged(text: str) -> bool:
+        return bool(error_calls(SessionFacts(calls=(ToolCall(0, "Bash", {"command": "x"}, result=text),))))
+
+    assert flagged("compiling\nsrc/a.c:3: ERROR: missing ;")
+    assert flagged("ran 9 tests\n2 Failures")
+    assert flagged("  Traceback (most recent call last):")
+    assert not flagged("all 12 tests passed\nno problems")
+    assert not flagged("0 errors, 0 failures")
+    assert flagged("1 fa\u0130lure") and flagged("2 fa\u0131lures")  # İ and ı match i: non-ASCII is always scanned

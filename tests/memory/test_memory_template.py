@@ -123,3 +123,18 @@ def test_reminders_over_total():
     assert '"Current State"' in text and '"Errors & Corrections"' in text
     assert text.endswith('\n\nOversized sections to condense:\n- "# Worklog" is ~2100 tokens (limit: 2000)')
     assert "Oversized" not in generate_section_reminders({}, 13000)
+
+
+def test_the_text_is_rendered_once_and_never_shared_with_another_value() -> None:
+    import dataclasses
+    import pickle
+
+    memory = SessionMemory.from_contents({"# Current State": "working on it"})
+    text = memory.text
+    assert memory.text is text  # memoised
+    assert memory.render() is text
+    other = dataclasses.replace(memory, sections=SessionMemory.empty().sections)
+    assert other.text == SessionMemory.empty().text != text
+    restored = pickle.loads(pickle.dumps(memory))
+    assert restored == memory and restored.text == text
+    assert memory == SessionMemory.from_contents({"# Current State": "working on it"})  # the memo is not compared
