@@ -6,8 +6,9 @@ every session failed), 2 for bad arguments or configs (a usage error is one line
 130 when interrupted. Never a traceback (``WORKBENCH_DEBUG=1`` shows it).
 
 The commands live by concern: `workbench.cli_corpus` (ingest, tokens, export, validate, invariants),
-`workbench.cli_results` (strategies, replay, recovery, report), `workbench.cli_sweep` (sweep, tune, demo);
-the command table, shared argument types and helpers in `workbench.cli_common`.
+`workbench.cli_results` (strategies, replay), `workbench.cli_report` (recovery, report),
+`workbench.cli_sweep` (sweep, tune, demo); the command table, shared argument types and helpers in
+`workbench.cli_common`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from . import cli_corpus, cli_results, cli_sweep
+from . import cli_corpus, cli_report, cli_results, cli_sweep
 from .cli_common import Command, echo
 from .cli_corpus import ingest_report
 
 __all__ = ["COMMANDS", "build_parser", "command_parser", "ingest_report", "main", "parse"]
 
-COMMANDS: tuple[Command, ...] = (*cli_corpus.COMMANDS, *cli_results.COMMANDS, *cli_sweep.COMMANDS)
+COMMANDS: tuple[Command, ...] = (
+    *cli_corpus.COMMANDS,
+    *cli_results.COMMANDS,
+    *cli_report.COMMANDS,
+    *cli_sweep.COMMANDS,
+)
 
 
 class _Parser(argparse.ArgumentParser):

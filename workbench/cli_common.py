@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 if TYPE_CHECKING:
     from .isolation import SessionFailure
@@ -243,3 +243,15 @@ def _parse_sets(items: list[str] | None) -> dict[str, Any]:
             parsed = {**node[leaf], **parsed}
         node[leaf] = parsed
     return config
+
+
+_T = TypeVar("_T")
+
+
+def _values(pairs: Iterator[tuple[Any, _T]]) -> Iterator[_T]:
+    """The values of ``(session or group, value)`` pairs, each session let go of before the next is read
+    (a generator expression over the pairs kept the last one alive while the next group loaded)."""
+    for pair in pairs:
+        value = pair[1]
+        del pair
+        yield value
