@@ -3,9 +3,11 @@
 Shared work is done once: the driver parses the corpus once (for fingerprints and cell ids) and warms
 the on-disk token-count cache for every session that has missing cells; forked workers inherit both
 (`workbench.experiments.executors`), other workers parse a source file once per process. Cells are
-grouped per session into tasks of ``batch_size`` cells; every finished task is written to the store as
-one atomic batch before the next result is awaited, so a killed sweep loses only the tasks that were
-still running, and a re-run computes exactly the missing cells.
+grouped per session into tasks of ``batch_size`` cells; finished tasks are written to the store in atomic
+batches of up to ``batch_size`` cells, at the latest a second after the oldest of them finished
+(`workbench.experiments.store.BatchWriter`), and whatever finished is written when the sweep stops on an
+error or an interrupt, so a sweep killed outright (``SIGKILL``) loses only the tasks that were still running
+and what finished in its last second, and a re-run computes exactly the missing cells.
 
 Failures and faults (issue #13):
 
@@ -30,7 +32,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,7 @@ from .cells import (
 from .claims import live_claims, store_lock
 from .executors import check_workers, executor_kind, make_executor
 from .spec import GridPoint, ResolvedSpec, SpecError, load_spec, sample_sessions
-from .store import ResultStore
+from .store import BatchWriter, ResultStore
 
 __all__ = [
     "SweepFailureWarning",
@@ -341,29 +343,31 @@ def _compute(
     failures: list[dict[str, Any]],
     bar: Any,
 ) -> int:
-    """Run ``cells`` on the executor, writing each finished task; returns how many cells were stored."""
-    stored = 0
+    """Run ``cells`` on the executor, storing finished tasks in batches of up to ``batch_size`` cells
+    (`BatchWriter`); returns how many cells were stored."""
     tasks = _tasks(cells, plan.sessions, max(1, batch_size))
-    with make_executor(executor, workers) as pool:
-        futures = {pool.submit(run_task, task): task for task in tasks}
-        for future in as_completed(futures):
-            task = futures.pop(future)  # the result is freed once stored: memory does not grow with the sweep
-            finished = time.time()
-            try:
-                out = future.result()
-            except Exception as exc:  # the worker died, or the executor could not return the result
-                rows = [{**failure_row(cell, exc), **provenance, "finished_at": finished} for cell in task.cells]
-                results.write_failures(rows)
-                failures.extend(rows)
+    with make_executor(executor, workers) as pool, BatchWriter(results, cells=max(1, batch_size)) as writer:
+        futures = {pool.submit(run_task, task): (index, task) for index, task in enumerate(tasks)}
+        while futures:
+            finished, _ = wait(futures, timeout=writer.due_in(), return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: futures[f][0]):  # in submission order: deterministic
+                _, task = futures.pop(future)  # the result is freed once stored: memory stays bounded
+                done_at = time.time()
+                try:
+                    out = future.result()
+                except Exception as exc:  # the worker died, or the executor could not return the result
+                    rows = [{**failure_row(cell, exc), **provenance, "finished_at": done_at} for cell in task.cells]
+                    results.write_failures(rows)
+                    failures.extend(rows)
+                    bar.update(len(task.cells))
+                    continue
+                if out.cells:
+                    rows = [{**row, **provenance, "finished_at": done_at} for row in out.cells]
+                    writer.add(rows, out.steps, out.events)
+                if out.failed:
+                    rows = [{**row, **provenance, "finished_at": done_at} for row in out.failed]
+                    results.write_failures(rows)
+                    failures.extend(rows)
                 bar.update(len(task.cells))
-                continue
-            if out.cells:
-                rows = [{**row, **provenance, "finished_at": finished} for row in out.cells]
-                results.write_batch(rows, out.steps, out.events)
-                stored += len(rows)
-            if out.failed:
-                rows = [{**row, **provenance, "finished_at": finished} for row in out.failed]
-                results.write_failures(rows)
-                failures.extend(rows)
-            bar.update(len(task.cells))
-    return stored
+            writer.flush_due()
+    return writer.stored

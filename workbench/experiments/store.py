@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from .claims import Claimant, live_claims, store_lock
 from .schema import conform, to_table
 
-__all__ = ["QUARANTINE", "TABLES", "ResultStore"]
+__all__ = ["QUARANTINE", "TABLES", "BatchWriter", "ResultStore"]
 
 TABLES = ("cells", "steps", "events")
 QUARANTINE = "_quarantine"
@@ -304,6 +304,76 @@ class ResultStore:
         """Give up this writer's claim (also done by the process ending)."""
         with store_lock(self.root):
             self.claimant.close()
+
+
+class BatchWriter:
+    """Finished cells gathered into stored batches: one `ResultStore.write_batch` (a parquet part per table) for up to
+    ``cells`` cells (more only when one task brings more), instead of one per finished task (a task holds one
+    session's cells: a sweep of two strategies over 336 sessions wrote 336 batches, 1,008 part files, and its driver
+    spent about half the sweep writing them and a seventh re-reading them to see what was done).
+
+    A batch is written when it holds ``cells`` cells or ``rows`` step rows (memory stays bounded), when its oldest
+    cell has waited ``wait_s`` seconds (`due_in` tells the caller when; a killed sweep loses at most that much
+    finished work besides the tasks still running), and on `flush`, which leaving the ``with`` block does, also on
+    an error or an interrupt (a failed write then does not hide the first error)."""
+
+    def __init__(self, store: ResultStore, *, cells: int, rows: int = 20_000, wait_s: float = 1.0) -> None:
+        if cells < 1 or rows < 1 or wait_s < 0:
+            raise ValueError("a batch holds at least one cell and one row, and waits no negative time")
+        self.store, self.cells, self.rows, self.wait_s = store, cells, rows, wait_s
+        self.stored = 0  # cells written so far
+        self._cells: list[Mapping[str, Any]] = []
+        self._steps: list[Mapping[str, Any]] = []
+        self._events: list[Mapping[str, Any]] = []
+        self._since: float | None = None  # time.monotonic() of the oldest pending cell
+
+    def __enter__(self) -> BatchWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            self.flush()
+        except Exception:
+            if exc_type is None:
+                raise  # else the error that ended the block is the one to see
+
+    def add(
+        self,
+        cells: Sequence[Mapping[str, Any]],
+        steps: Sequence[Mapping[str, Any]] = (),
+        events: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """Keep one task's rows; write the batch when it is full or due. A task that would take the batch
+        past ``cells`` cells goes to the next one (a task holds at most ``batch_size`` cells)."""
+        if not cells:
+            return
+        if self._cells and len(self._cells) + len(cells) > self.cells:
+            self.flush()
+        if self._since is None:
+            self._since = time.monotonic()
+        self._cells.extend(cells)
+        self._steps.extend(steps)
+        self._events.extend(events)
+        if len(self._cells) >= self.cells or len(self._steps) >= self.rows or self.due_in() == 0:
+            self.flush()
+
+    def due_in(self) -> float | None:
+        """Seconds until the pending cells must be written (0: now), None when nothing is pending."""
+        if self._since is None:
+            return None
+        return max(0.0, self.wait_s - (time.monotonic() - self._since))
+
+    def flush_due(self) -> None:
+        if self.due_in() == 0:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending cells as one batch (nothing when none are pending)."""
+        if not self._cells:
+            return
+        self.store.write_batch(self._cells, self._steps, self._events)
+        self.stored += len(self._cells)
+        self._cells, self._steps, self._events, self._since = [], [], [], None
 
 
 def _reason(exc: BaseException) -> str:
