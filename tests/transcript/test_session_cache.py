@@ -285,6 +285,18 @@ def test_cached_records_carry_their_content_key(tmp_path: Path, cache: Path, par
     assert [r._key for r in warm] == [dataclasses.replace(r, _key=None).content_key for r in warm]
 
 
+def test_cached_sessions_carry_their_fingerprint(tmp_path: Path, cache: Path, parses: list[str]) -> None:
+    """The entry stores each session's `Session.fingerprint` (a sweep worker checks every session it
+    replays by it): a warm load does not hash the lines again, and the stored one is what hashing gives."""
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    cold = list(load_paths([folder]))
+    warm = list(load_paths([folder]))
+    assert parses == ["a.jsonl"] and warm
+    assert all(s._fingerprint is not None for s in warm)
+    assert [s._fingerprint for s in warm] == [s.with_records(s.records).fingerprint for s in cold]
+
+
 def test_entries_are_read_with_the_garbage_collector_paused(
     tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,8 @@ entries per key:
   with orjson (the 8x corpus, two runs: 1.2-1.5 s against 3.5 s; the Record objects are the cost of both);
   `wb.load`, the commands that read sessions and sweep workers use it. Each record is stored with its
   `Record.content_key` computed (`_with_content_keys`): the token-count cache looks every record up by
-  it, and hashing each line again was about a tenth of a warm replay.
+  it, and hashing each line again was about a tenth of a warm replay; each session with its
+  `Session.fingerprint`, which a sweep worker checks before it replays the session.
 * ``<key>.summary``: `FileSummary`, what ``workbench ingest`` reports of the file (lines, records, kinds,
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
   count). ``ingest`` and sweep planning read only these (and write only these).
@@ -357,10 +358,13 @@ def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Sessio
 
 
 def _with_content_keys(sessions: list[Session]) -> list[Session]:
-    """``sessions``, each record's memoised `Record.content_key` computed (so the entry stores it)."""
+    """``sessions``, each record's memoised `Record.content_key` and each session's `Session.fingerprint`
+    computed (so the entry stores them: a sweep worker checks every session it replays by its fingerprint,
+    hashing all its lines again, about 3% of a sweep)."""
     for session in sessions:
         for record in session.records:
             record.content_key  # noqa: B018 (memoised on the record)
+        session.fingerprint  # noqa: B018 (memoised on the session)
     return sessions
 
 
