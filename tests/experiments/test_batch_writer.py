@@ -72,7 +72,7 @@ def test_finished_cells_are_written_when_the_block_ends_on_an_error(tmp_path: Pa
 
 def test_a_failed_write_on_the_way_out_does_not_hide_the_first_error(tmp_path: Path) -> None:
     class Full(ResultStore):
-        def write_batch(self, *args: object, **kwargs: object) -> str:
+        def write_tables(self, *args: object, **kwargs: object) -> str:
             raise OSError("disk full")
 
     with pytest.raises(ValueError, match="the first"), BatchWriter(Full(tmp_path / "s"), cells=9) as writer:
