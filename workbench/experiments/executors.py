@@ -17,7 +17,7 @@
 
 ``workers`` must be a positive number (or None: the CPU count); anything else is a `ValueError`.
 
-The sweep only uses ``submit`` and `concurrent.futures.wait`, so every backend runs through the
+The sweep only uses ``submit`` and ``Future.add_done_callback``, so every backend runs through the
 same code path (`distributed.Client.get_executor` returns standard futures).
 """
 

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,28 +347,36 @@ def _compute(
     """Run ``cells`` on the executor, storing finished tasks in batches of up to ``batch_size`` cells
     (`BatchWriter`); returns how many cells were stored."""
     tasks = _tasks(cells, plan.sessions, max(1, batch_size))
+    finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()  # each future once, as it completes
     with make_executor(executor, workers) as pool, BatchWriter(results, cells=max(1, batch_size)) as writer:
-        futures = {pool.submit(run_task, task): (index, task) for index, task in enumerate(tasks)}
+        futures: dict[Future[Any], CellTask] = {}
+        for task in tasks:
+            future = pool.submit(run_task, task)
+            futures[future] = task
+            future.add_done_callback(finished.put)  # O(1) per result (`wait` over every pending future is not)
         while futures:
-            finished, _ = wait(futures, timeout=writer.due_in(), return_when=FIRST_COMPLETED)
-            for future in sorted(finished, key=lambda f: futures[f][0]):  # in submission order: deterministic
-                _, task = futures.pop(future)  # the result is freed once stored: memory stays bounded
-                done_at = time.time()
-                try:
-                    out = future.result()
-                except Exception as exc:  # the worker died, or the executor could not return the result
-                    rows = [{**failure_row(cell, exc), **provenance, "finished_at": done_at} for cell in task.cells]
-                    results.write_failures(rows)
-                    failures.extend(rows)
-                    bar.update(len(task.cells))
-                    continue
-                if out.cells:
-                    rows = [{**row, **provenance, "finished_at": done_at} for row in out.cells]
-                    writer.add(rows, out.steps, out.events)
-                if out.failed:
-                    rows = [{**row, **provenance, "finished_at": done_at} for row in out.failed]
-                    results.write_failures(rows)
-                    failures.extend(rows)
+            try:
+                future = finished.get(timeout=writer.due_in())  # wake up when a pending batch is due
+            except queue.Empty:
+                writer.flush_due()
+                continue
+            task = futures.pop(future)  # the result is freed once stored: memory stays bounded
+            done_at = time.time()
+            try:
+                out = future.result()
+            except Exception as exc:  # the worker died, or the executor could not return the result
+                rows = [{**failure_row(cell, exc), **provenance, "finished_at": done_at} for cell in task.cells]
+                results.write_failures(rows)
+                failures.extend(rows)
                 bar.update(len(task.cells))
+                continue
+            if out.cells:
+                rows = [{**row, **provenance, "finished_at": done_at} for row in out.cells]
+                writer.add(rows, out.steps, out.events)
+            if out.failed:
+                rows = [{**row, **provenance, "finished_at": done_at} for row in out.failed]
+                results.write_failures(rows)
+                failures.extend(rows)
+            bar.update(len(task.cells))
             writer.flush_due()
     return writer.stored

@@ -317,8 +317,8 @@ class ResultStore:
 
 
 class BatchWriter:
-    """Finished cells gathered into stored batches: one `ResultStore.write_batch` (a parquet part per table) for up to
-    ``cells`` cells (more only when one task brings more), instead of one per finished task (a task holds one
+    """Finished cells gathered into stored batches: one batch (`ResultStore.write_tables`, a parquet part per table)
+    for up to ``cells`` cells (more only when one task brings more), instead of one per finished task (a task holds one
     session's cells: a sweep of two strategies over 336 sessions wrote 336 batches, 1,008 part files, and its driver
     spent about half the sweep writing them and a seventh re-reading them to see what was done).
 
