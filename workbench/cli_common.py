@@ -255,3 +255,17 @@ def _values(pairs: Iterator[tuple[Any, _T]]) -> Iterator[_T]:
         value = pair[1]
         del pair
         yield value
+
+
+def probe_announcer(budget_usd: float) -> Callable[[dict[str, Any]], None]:
+    """The callback the online probes call with their cost estimate before sending anything: one line on
+    stderr (``report --probes`` and ``sweep --report --probes``)."""
+
+    def announce(estimate: dict[str, Any]) -> None:
+        echo(
+            f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} compactions, "
+            f"{estimate['requests']} requests to send, {estimate['cached']} cached; budget ${budget_usd:,.2f}",
+            err=True,
+        )
+
+    return announce

@@ -24,6 +24,7 @@ from .cli_common import (
     arg,
     echo,
     fail,
+    probe_announcer,
 )
 
 __all__ = ["COMMANDS"]
@@ -124,21 +125,13 @@ def report_command(
         if unknown := [k for k in kinds if k not in PROBE_KINDS]:
             fail(f"unknown probe kind(s) {unknown}; known: {', '.join(PROBE_KINDS)}", 2)
 
-        def announce(estimate: dict[str, Any]) -> None:
-            echo(
-                f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} compactions, "
-                f"{estimate['requests']} requests to send, {estimate['cached']} cached; "
-                f"budget ${probe_budget_usd:,.2f}",
-                err=True,
-            )
-
         options = {
             "budget_usd": probe_budget_usd,
             "model": probe_model,
             "judge_model": probe_judge_model,
             "kinds": kinds,
             "n_per_kind": probes_per_kind,
-            "on_estimate": announce,
+            "on_estimate": probe_announcer(probe_budget_usd),
             "progress": not as_json,
         }
     refusals: tuple[type[Exception], ...] = ()

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .cli_common import JSON, PROBE_BUDGET, Command, arg, at_least_one, echo, fail
+from .cli_common import JSON, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
 
 __all__ = ["COMMANDS"]
 
@@ -126,15 +126,11 @@ def sweep(
                 from .online.client import MissingAPIKeyError
                 from .online.probe_run import ProbeBudgetError
 
-                def announce(estimate: dict[str, Any]) -> None:
-                    echo(
-                        f"probe estimate: ${estimate['estimate_usd']:,.4f} (upper bound) for {estimate['jobs']} "
-                        f"compactions, {estimate['requests']} requests to send, {estimate['cached']} cached; "
-                        f"budget ${probe_budget_usd:,.2f}",
-                        err=True,
-                    )
-
-                options = {"budget_usd": probe_budget_usd, "model": probe_model, "on_estimate": announce}
+                options = {
+                    "budget_usd": probe_budget_usd,
+                    "model": probe_model,
+                    "on_estimate": probe_announcer(probe_budget_usd),
+                }
                 try:
                     data["report"] = str(write_report(result, plan, report, probes=options))
                 except (ProbeBudgetError, MissingAPIKeyError) as exc:
