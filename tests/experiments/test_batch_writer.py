@@ -98,3 +98,53 @@ def test_bounds_must_be_positive(tmp_path: Path) -> None:
     for bad in ({"cells": 0}, {"cells": 1, "rows": 0}, {"cells": 1, "wait_s": -1}):
         with pytest.raises(ValueError, match="at least one cell"):
             BatchWriter(ResultStore(tmp_path / "s"), **bad)  # type: ignore[arg-type]
+
+
+def test_a_sweep_writes_a_due_batch_while_later_tasks_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver wakes up when a pending batch is due, not only when a task finishes: the first task's
+    cells are committed while every other task is still held back (they finish only once a watcher has
+    seen that batch in the store)."""
+    import threading
+    from collections.abc import Iterator
+    from concurrent.futures import Executor, Future
+    from contextlib import contextmanager
+
+    from workbench.experiments import run as run_module
+
+    gate = threading.Event()
+
+    class Held(Executor):
+        submitted = 0
+
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+            future: Future[object] = Future()
+            result = fn(*args, **kwargs)  # computed now; the first task's result is handed back at once
+            Held.submitted += 1
+            if Held.submitted == 1:
+                future.set_result(result)
+            else:
+                threading.Thread(target=lambda: (gate.wait(30), future.set_result(result)), daemon=True).start()
+            return future
+
+    @contextmanager
+    def held(name: str, workers: int | None) -> Iterator[Executor]:
+        yield Held()
+
+    monkeypatch.setattr(run_module, "make_executor", held)
+    store = tmp_path / "store"
+    seen: list[int] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not seen:
+            if (store / "cells").is_dir() and ResultStore(store).batches():
+                seen.append(len(ResultStore(store).cells()))
+            time.sleep(0.05)
+        gate.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    result = run_sweep(write_spec(tmp_path, TINY), store=store, executor="local", progress=False)
+    assert seen == [5]  # one session's five cells, stored about a second after they finished
+    assert result.cells_computed == 30 and len(ResultStore(store).cells()) == 30
