@@ -27,7 +27,7 @@ __all__ = ["FrameWriter"]
 
 _TABLES = ("steps", "events")
 #: Rows (steps and events) kept before a part is written: a constant, whatever the corpus (a few MB).
-ROWS = 10_000
+ROWS = 2_000
 
 
 class FrameWriter:
