@@ -1,4 +1,5 @@
-"""Writing replay results to parquet as they come, so a replay of a whole history holds one session's rows.
+"""Writing replay results to parquet as they come: a replay of a whole history holds one session's rows
+and at most `ROWS` rows waiting to be written.
 
 `FrameWriter` takes one `ReplayResult` at a time and keeps its steps and events rows until `ROWS` rows
 are pending, then writes them as a part file (one frame over those sessions' rows); `close` joins the
@@ -6,8 +7,8 @@ parts into ``steps.parquet`` and ``events.parquet`` one part at a time (columns 
 a column that is all null in one part and typed in another takes the type, an integer column that has a
 null somewhere becomes float, as one frame over all rows would make it), then deletes the parts. The
 files are what `replay_frames(...).to_parquet` wrote before, row for row. (A part per session cost more
-than the replay: ``replay -s none --out`` of the 8x corpus took 7.9 s against 2.3 s without ``--out``,
-reading every part's schema again for each integer column a seventh of it.)
+than the replay: ``replay -s none --out`` of the 8x corpus took 7.9 s against 2.3 s without ``--out``;
+reading every part's schema again for each integer column was a seventh of that.)
 """
 
 from __future__ import annotations
