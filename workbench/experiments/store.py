@@ -225,19 +225,14 @@ class ResultStore:
         """`write_batch` of rows already in their tables' schemas (`schema.to_table`, several parts per
         table: the tasks of a `BatchWriter` batch); the ``batch`` column, and the cells' ``written_at``, are
         set here. Returns the batch id."""
-        cells = pa.concat_tables(parts.get("cells", ()))
-        if not cells.num_rows:
+        pieces = {name: [t for t in parts.get(name, ()) if t.num_rows] for name in ("steps", "events", "cells")}
+        if not pieces["cells"]:
             raise ValueError("a batch needs at least one cell")
         batch = self._new_batch()
         written_at = time.time()
-        tables = []
-        for name in ("steps", "events", "cells"):
-            table = cells if name == "cells" else pa.concat_tables(parts.get(name) or [to_table(name, [])])
-            if not table.num_rows and name != "cells":
-                continue
-            table = _filled(table, "batch", batch)
-            tables.append((name, _filled(table, "written_at", written_at) if name == "cells" else table))
-        for name, table in tables:
+        tables = {name: _filled(pa.concat_tables(found), "batch", batch) for name, found in pieces.items() if found}
+        tables["cells"] = _filled(tables["cells"], "written_at", written_at)
+        for name, table in tables.items():  # steps, events, then cells: the commit
             self._write(name, batch, table)
         return batch
 
@@ -333,7 +328,6 @@ class BatchWriter:
         self.store, self.cells, self.rows, self.wait_s = store, cells, rows, wait_s
         self.stored = 0  # cells written so far
         self._parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}  # a task's rows as one table each
-        self._cells = self._steps = 0  # pending cells and step rows
         self._since: float | None = None  # time.monotonic() of the oldest pending cell
 
     def __enter__(self) -> BatchWriter:
@@ -361,17 +355,19 @@ class BatchWriter:
         parts = [
             (name, to_table(name, rows)) for name, rows in (("cells", cells), ("steps", steps), ("events", events))
         ]
-        if self._cells and self._cells + len(cells) > self.cells:
+        if self._pending("cells") and self._pending("cells") + len(cells) > self.cells:
             self.flush()
         if self._since is None:
             self._since = time.monotonic()
         for name, table in parts:
             if table.num_rows:
                 self._parts[name].append(table)
-        self._cells += len(cells)
-        self._steps += len(steps)
-        if self._cells >= self.cells or self._steps >= self.rows or self.due_in() == 0:
+        if self._pending("cells") >= self.cells or self._pending("steps") >= self.rows or self.due_in() == 0:
             self.flush()
+
+    def _pending(self, table: str) -> int:
+        """Rows of ``table`` waiting to be written."""
+        return sum(part.num_rows for part in self._parts[table])
 
     def due_in(self) -> float | None:
         """Seconds until the pending cells must be written (0: now), None when nothing is pending."""
@@ -385,12 +381,12 @@ class BatchWriter:
 
     def flush(self) -> None:
         """Write the pending cells as one batch (nothing when none are pending)."""
-        if not self._cells:
+        cells = self._pending("cells")
+        if not cells:
             return
         self.store.write_tables(self._parts)
-        self.stored += self._cells
+        self.stored += cells
         self._parts = {name: [] for name in TABLES}
-        self._cells = self._steps = 0
         self._since = None
 
 
