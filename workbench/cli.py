@@ -14,6 +14,7 @@ The commands live by concern: `workbench.cli_corpus` (ingest, tokens, export, va
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -51,6 +52,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def __init__(self, prog: str, **kwargs: Any) -> None:
         kwargs.setdefault("max_help_position", 32)
+        kwargs.setdefault("width", _help_width())
         super().__init__(prog, **kwargs)
 
     def _get_help_string(self, action: argparse.Action) -> str:
@@ -60,6 +62,22 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         if action.option_strings and shown and "%(default)" not in text:
             text += " (default: %(default)s)"
         return text
+
+
+def _help_width() -> int:
+    """The width argparse would take (`shutil.get_terminal_size`: ``COLUMNS``, else the terminal's, else
+    80; less 2) without importing shutil, which argparse does for every formatter it makes, and so for
+    every option it adds (shutil imports bz2, lzma and zlib: ~4 ms of every command's start here)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
 
 
 def _add_arguments(parser: argparse.ArgumentParser, command: Command) -> argparse.ArgumentParser:

@@ -27,7 +27,8 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.startswith(("workbench", "orjson")))}))
+print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.startswith(("workbench", "orjson")) or m in (
+    "tempfile", "shutil", "pydantic"))}))
 """
 
 
@@ -46,6 +47,11 @@ def test_a_warm_ingest_imports_no_loader(tmp_path: Path) -> None:
     assert "workbench.transcript.claude_code" in cold["modules"]  # the cold run detected and parsed
     assert not LOADER_MODULES & set(warm["modules"]), warm["modules"]
     assert "orjson" not in warm["modules"] and "workbench.transcript.export" not in warm["modules"]
+    # nor the record model, nor what only writing the cache needs (tempfile, which imports shutil), nor
+    # shutil for argparse's help width (`cli._help_width`)
+    assert {"workbench.transcript.model", "tempfile", "shutil"} <= set(cold["modules"])
+    assert not {"workbench.transcript.model", "tempfile", "shutil", "pydantic"} & set(warm["modules"]), warm
+
 
 
 def test_warm_and_cold_ingest_print_the_same_report(tmp_path: Path) -> None:

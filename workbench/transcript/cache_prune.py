@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -65,6 +64,8 @@ def prune(sessions: Path, current: str, *, now: float | None = None, keep_days: 
         else:
             used = _mtime(child / _MARK) or _mtime(child)
         if used is not None and now - used > keep_days * 86400:
+            import shutil  # only when a folder is old enough to go
+
             shutil.rmtree(child, ignore_errors=True)
             if not child.exists():
                 removed.append(child)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
-from .model import Corpus, Session, Skip
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the record model is imported where records are made: a warm `ingest` makes none
+    from .model import Corpus, Session, Skip
     from .summary import FileSummary
 
 __all__ = [
@@ -364,9 +364,13 @@ def _why_not(head: bytes) -> str:
 
 def load_corpus(paths: Iterable[Path | str], *, format: str | None = None) -> Corpus:
     """A lazy `Corpus` over ``paths`` (re-reads on each iteration)."""
+    from .model import Corpus
+
     items = [Path(p) for p in paths]
     return Corpus(lambda: load_paths(items, format=format), description=", ".join(map(str, items)))
 
 
 def skip(path: Path, line: int, reason: str, data: bytes = b"") -> Skip:
+    from .model import Skip
+
     return Skip(str(path), line, reason, data)

@@ -50,18 +50,19 @@ import hashlib
 import json
 import os
 import pickle
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .files import max_line_bytes, open_regular
-from .model import Session
 from .summary import FileSummary, SessionInfo, file_summary
+
+if TYPE_CHECKING:  # a warm `ingest` answers from summaries: neither the record model nor tempfile is imported
+    from .model import Session
 
 __all__ = [
     "CACHE_ENV",
@@ -232,6 +233,8 @@ def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
 def _atomic(target: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
     """Write ``data`` (bytes, or a function writing to the handle: streamed, never all in memory) to a
     temporary file beside ``target``, then rename it into place."""
+    import tempfile  # only when writing (tempfile imports shutil, random, ...)
+
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

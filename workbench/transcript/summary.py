@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .model import Session
+if TYPE_CHECKING:  # a warm `ingest` reads summaries without importing the record model
+    from .model import Session
 
 __all__ = ["FileSummary", "SessionInfo", "file_summary"]
 
