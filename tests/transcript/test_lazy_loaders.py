@@ -27,8 +27,9 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.startswith(("workbench", "orjson")) or m in (
-    "tempfile", "shutil", "pydantic"))}))
+named = ("tempfile", "shutil", "pydantic")
+modules = sorted(m for m in sys.modules if m.startswith(("workbench", "orjson")) or m in named)
+print(json.dumps({"code": code, "modules": modules}))
 """
 
 
