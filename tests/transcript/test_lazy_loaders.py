@@ -54,7 +54,6 @@ def test_a_warm_ingest_imports_no_loader(tmp_path: Path) -> None:
     assert not {"workbench.transcript.model", "tempfile", "shutil", "pydantic"} & set(warm["modules"]), warm
 
 
-
 def test_warm_and_cold_ingest_print_the_same_report(tmp_path: Path) -> None:
     env = {**os.environ, "WORKBENCH_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     runs = [
