@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,23 @@ def test_an_ingest_run_imports_no_pandas_pydantic_yaml_replay_or_strategies(tmp_
     # what replay needs, and no more: the engine, the strategies and pydantic, not pandas (no --out)
     out = json.loads(_python(_RUN, "replay", DATA, "-s", "none", "--json", cache=tmp_path).strip().splitlines()[-1])
     assert out == {"code": 0, "imported": ["pydantic", "workbench.replay", "workbench.strategies"]}
+
+
+def test_the_command_line_turns_pydantic_plugins_off_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["strategies", "--json"])
+    assert exit_.value.code == 0
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"  # no entry-point scan at the first model
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the user's choice: every plugin loads
+    with pytest.raises(SystemExit):
+        cli.main(["strategies", "--json"])
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+
+
+def test_help_width_is_the_one_argparse_would_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    for columns in ("", "57", "bad", "-3"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert cli._help_width() == shutil.get_terminal_size().columns - 2, columns
