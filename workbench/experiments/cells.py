@@ -110,7 +110,7 @@ class Cell:
 
     @cached_property  # a cell is immutable; a sweep asks for these many times
     def config_hash(self) -> str:
-        from ..metrics._common import config_hash
+        from ..strategies.base import config_hash  # not via workbench.metrics, which imports pandas
 
         return config_hash(self.strategy, self.config)
 

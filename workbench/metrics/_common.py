@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from ..transcript.model import Session, canonical_json
+from ..strategies.base import config_hash  # re-exported: where every module found it
+from ..transcript.model import Session
 
 __all__ = ["KEYS", "UNKNOWN_CONFIG", "config_hash", "ensure_keys", "session_map", "share"]
 
@@ -16,12 +16,6 @@ __all__ = ["KEYS", "UNKNOWN_CONFIG", "config_hash", "ensure_keys", "session_map"
 KEYS = ["session_id", "strategy", "config_hash"]
 #: ``config_hash`` of rows whose replay output did not record a config (no column, no manifest).
 UNKNOWN_CONFIG = "n/a"
-
-
-def config_hash(strategy: str, config: Mapping[str, Any] | None) -> str:
-    """Content hash of (strategy name, resolved config): 12 hex digits, stable across machines."""
-    text = canonical_json({"strategy": strategy, "config": dict(config or {})})
-    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def ensure_keys(frame: pd.DataFrame | None, *, config: str | None = None) -> pd.DataFrame:

@@ -11,16 +11,26 @@ replays them together and `Strategy.new_agent_state` lets a strategy share what 
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
-from ..transcript.model import Record
+from ..transcript.model import Record, canonical_json
 
-__all__ = ["Compaction", "ContextView", "NameSet", "RecordedCompaction", "Strategy", "StrategyConfig", "prefix_key"]
+__all__ = [
+    "Compaction",
+    "ContextView",
+    "NameSet",
+    "RecordedCompaction",
+    "Strategy",
+    "StrategyConfig",
+    "config_hash",
+    "prefix_key",
+]
 
 
 #: A set of names in a config. Serialised to JSON sorted: a frozenset iterates in hash order, which
@@ -161,6 +171,13 @@ class Strategy:
 
 def dropped_uuids(records: Sequence[Record]) -> tuple[str | None, ...]:
     return tuple(r.uuid for r in records)
+
+
+def config_hash(strategy: str, config: Mapping[str, Any] | None) -> str:
+    """Content hash of (strategy name, resolved config): 12 hex digits, stable across machines (the
+    ``config_hash`` column of every result; `workbench.metrics` re-exports it)."""
+    text = canonical_json({"strategy": strategy, "config": dict(config or {})})
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def prefix_key(strategy: Strategy) -> str:
