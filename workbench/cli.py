@@ -130,8 +130,6 @@ def main(argv: list[str] | None = None) -> None:
     An unexpected error prints one line (set ``WORKBENCH_DEBUG=1`` for the traceback); Ctrl-C exits 130;
     a closed pipe (the reader of ``workbench … | head`` gone) exits 0 quietly.
     """
-    import os
-
     # pydantic reads every installed distribution's entry points for plugins when the first model class is
     # built (~0.035 s of every command that validates a config, 10% of a one-session replay here). The
     # command line uses none; a value the user set (``""`` lets all of them load) is kept.
