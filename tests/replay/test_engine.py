@@ -65,3 +65,48 @@ def test_padded_counts_are_looked_up_only_when_a_strategy_reads_them() -> None:
     replay_session(session, Reads())
     assert len(seen) == 9 and all(got == expected and got for got, expected in seen)
     assert padded.stats.hits + padded.stats.misses > looked_up
+
+
+def test_the_hook_view_is_built_only_for_a_strategy_that_observes() -> None:
+    """`Strategy.observe` does nothing, so the engine builds no post-sampling view for a strategy that
+    keeps it (a view per call was ~25% of a `none` replay); one that overrides it, a subclass of a
+    strategy that does included, sees every response after the first call, with the same rows."""
+    from workbench.replay import engine
+    from workbench.strategies.base import Strategy
+
+    session = make_session(turns=3, tools=2)
+    views: list[int] = []
+    original = engine._Prepared.view
+
+    def counting(self, items, *args, **kwargs):  # type: ignore[no-untyped-def]
+        views.append(len(items))
+        return original(self, items, *args, **kwargs)
+
+    engine._Prepared.view = counting  # type: ignore[method-assign]
+    try:
+        plain = replay_session(session, create("none"))
+        calls = len(plain.steps)
+        assert len(views) == calls  # one view per call, for compact; none for the no-op hook
+        seen: list[int] = []
+
+        class Observes(Strategy):
+            name = "observes"
+
+            def compact(self, view, state):  # type: ignore[no-untyped-def]
+                return None
+
+            def observe(self, view, state):  # type: ignore[no-untyped-def]
+                seen.append(view.step)
+                return None
+
+        class Inherits(Observes):
+            name = "inherits"
+
+        for strategy in (Observes(), Inherits()):
+            views.clear()
+            seen.clear()
+            observed = replay_session(session, strategy)
+            assert len(views) == 2 * calls - 1 and len(seen) == calls - 1
+            assert [{**r, "strategy": "none"} for r in observed.steps] == plain.steps
+    finally:
+        engine._Prepared.view = original  # type: ignore[method-assign]

@@ -198,7 +198,7 @@ class _Cursor:
         p, strategy, call = self.p, self.strategy, self.p.calls[index]
         records = p.records
         extraction = None
-        if index:
+        if index and type(strategy).observe is not Strategy.observe:  # the base hook does nothing: no view
             # The post-sampling hook of the previous response (docs §1.3): it sees the context that was
             # sent plus that response's assistant records, not yet the tool results that followed.
             previous = p.calls[index - 1]
