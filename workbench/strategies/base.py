@@ -153,7 +153,8 @@ class Strategy:
 
         Returns None, or the `workbench.memory.fork.ExtractionCall` of a session-memory extraction the
         hook ran (Claude Code's forked call, docs §1.3): the engine records it on the step row of the next
-        call, where `workbench.metrics.memory_cost` prices it.
+        call, where `workbench.metrics.memory_cost` prices it. A class that keeps this no-op is not
+        called, and the engine builds no view for it.
         """
         return None
 
