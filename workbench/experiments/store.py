@@ -355,7 +355,8 @@ class BatchWriter:
         parts = [
             (name, to_table(name, rows)) for name, rows in (("cells", cells), ("steps", steps), ("events", events))
         ]
-        if self._pending("cells") and self._pending("cells") + len(cells) > self.cells:
+        pending = self._pending("cells")
+        if pending and pending + len(cells) > self.cells:
             self.flush()
         if self._since is None:
             self._since = time.monotonic()
