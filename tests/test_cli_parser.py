@@ -293,3 +293,15 @@ def test_help_width_is_the_one_argparse_would_take(monkeypatch: pytest.MonkeyPat
     for columns in ("", "57", "bad", "-3"):
         monkeypatch.setenv("COLUMNS", columns)
         assert cli._help_width() == shutil.get_terminal_size().columns - 2, columns
+
+
+def test_command_help_is_the_docstring_as_inspect_cleans_it() -> None:
+    import inspect
+
+    from workbench.cli_common import _cleandoc
+
+    for command in cli.COMMANDS:
+        assert command.description == inspect.cleandoc(command.run.__doc__ or ""), command.name
+    samples = ["", "\n\n", "one", " a\n   b\n  c\n\n", "x\n\ty\n  z", "  \n  a\n    b\n   ", "a\n\n    b\n  c"]
+    for doc in samples:
+        assert _cleandoc(doc) == inspect.cleandoc(doc), repr(doc)

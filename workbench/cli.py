@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, NoReturn
 
 from . import cli_corpus, cli_report, cli_results, cli_sweep
 from .cli_common import Command, echo
 from .cli_corpus import ingest_report
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = ["COMMANDS", "build_parser", "command_parser", "ingest_report", "main", "parse"]
 

@@ -8,9 +8,7 @@ when it runs (``ingest`` the transcript package, ``tokens`` pandas, ``validate``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .cli_common import (
     FORMAT,
@@ -29,7 +27,11 @@ from .cli_common import (
     fail,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
     from .isolation import SessionFailure
     from .transcript import LoadReport, Session
     from .transcript.summary import FileSummary

@@ -8,7 +8,6 @@ with when it runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .cli_common import (
     FORMAT,
@@ -26,6 +25,10 @@ from .cli_common import (
     fail,
     probe_announcer,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["COMMANDS"]
 

@@ -8,7 +8,6 @@ strategies and pydantic when it runs, pandas and pyarrow only for ``--out``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .cli_common import (
     FORMAT,
@@ -25,7 +24,10 @@ from .cli_common import (
     fail,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .isolation import SessionFailure
 
 __all__ = ["COMMANDS"]

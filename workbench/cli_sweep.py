@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from .cli_common import JSON, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
 
-__all__ = ["COMMANDS"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+__all__ = ["COMMANDS"]
 
 _EXECUTORS = "local | inline | dask-local | dask://HOST:PORT"
 
@@ -151,7 +152,7 @@ def demo(
     from .experiments.report import write_report
     from .experiments.run import planning_workers
 
-    spec_path = REPO / "experiments" / "smoke.yaml"
+    spec_path = Path(__file__).resolve().parent.parent / "experiments" / "smoke.yaml"  # not at import: realpath
     if not spec_path.is_file():  # installed without the repository: generate the corpus and a spec
         from .synthetic import write_corpus
 

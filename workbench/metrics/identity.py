@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
+from .._value import replace  # a Session or (planning) a SessionInfo
 from ..transcript.model import Session
 
 __all__ = ["FILE", "SessionKeys"]

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import BinaryIO
 
 __all__ = [
     "BOM",

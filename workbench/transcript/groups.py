@@ -11,8 +11,9 @@ from typing import Any
 
 from . import registry
 from .files import read_head
+from .loader_protocol import Loader
 from .model import Session
-from .registry import HEAD_BYTES, Loader, LoadReport, _prepare, iter_files
+from .registry import HEAD_BYTES, LoadReport, _prepare, iter_files
 
 __all__ = ["PlannedFile", "group_files", "load_groups", "load_planned_group", "plan_groups", "ranked_groups"]
 

@@ -9,14 +9,17 @@ passed over, so nothing is dropped silently.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._value import Value
 from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
 if TYPE_CHECKING:  # the record model is imported where records are made: a warm `ingest` makes none
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+    from .loader_protocol import Loader
     from .model import Corpus, Session, Skip
     from .summary import FileSummary
 
@@ -43,18 +46,14 @@ class TranscriptError(Exception):
     """A path that cannot be read as any transcript (the message names the path and why)."""
 
 
-@runtime_checkable
-class Loader(Protocol):
-    name: str
-    suffixes: tuple[str, ...]
+def __getattr__(name: str) -> object:
+    """`Loader` (the protocol, in `loader_protocol`: it needs `typing`, which a warm ``ingest`` does not
+    import) on first use, as before it moved."""
+    if name == "Loader":
+        from .loader_protocol import Loader
 
-    def sniff(self, path: Path, head: bytes) -> bool:
-        """True when this loader recognises the file from its name and first bytes."""
-        ...
-
-    def load(self, path: Path) -> list[Session]:
-        """All sessions in the file; bad lines become `Skip`s inside the sessions, never exceptions."""
-        ...
+        return Loader
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _REGISTRY: dict[str, Loader] = {}
@@ -180,13 +179,21 @@ def detect(path: Path, head: bytes | None = None) -> Loader | None:
     return found
 
 
-@dataclass
-class LoadReport:
+class LoadReport(Value):
     """What a load saw: files read, files passed over (not transcripts), bad lines, totals."""
 
-    files: list[str] = field(default_factory=list)
-    ignored: list[dict[str, str]] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)
+    __match_args__ = ("files", "ignored", "errors")
+    __slots__ = __match_args__
+
+    def __init__(
+        self,
+        files: list[str] | None = None,
+        ignored: list[dict[str, str]] | None = None,
+        errors: list[dict[str, str]] | None = None,
+    ) -> None:
+        self.files: list[str] = [] if files is None else files
+        self.ignored: list[dict[str, str]] = [] if ignored is None else ignored
+        self.errors: list[dict[str, str]] = [] if errors is None else errors
 
     def as_dict(self) -> dict[str, object]:
         return {"files": list(self.files), "ignored": list(self.ignored), "errors": list(self.errors)}

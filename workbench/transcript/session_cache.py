@@ -46,22 +46,28 @@ Pickle runs code named in the data it reads: the cache folder must be as private
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import pickle
 import warnings
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
 
+try:  # hashlib's own BLAKE2b, without hashlib's import of OpenSSL (~3.5 ms of every warm ingest here)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover (an interpreter built without it: hashlib's fallback)
+    from hashlib import blake2b
+
+from .._value import FrozenValue
 from .files import max_line_bytes, open_regular
 from .summary import FileSummary, SessionInfo, file_summary
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
 if TYPE_CHECKING:  # a warm `ingest` answers from summaries: neither the record model nor tempfile is imported
+    from collections.abc import Callable, Iterator
+    from typing import Any, BinaryIO
+
     from .model import Session
 
 __all__ = [
@@ -102,16 +108,18 @@ def loader_version() -> str:
     """The package version and a hash of every ``workbench/transcript`` source file."""
     from .. import __version__
 
-    digest = hashlib.blake2b(digest_size=8)
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    digest = blake2b(digest_size=8)
+    folder = os.path.dirname(os.path.realpath(__file__))  # os.path, not pathlib's glob: every command pays this
+    for name in sorted(name for name in os.listdir(folder) if name.endswith(".py")):
+        digest.update(name.encode())
+        with open(os.path.join(folder, name), "rb") as handle:
+            digest.update(handle.read())
     return f"{__version__}+{digest.hexdigest()}"
 
 
 def content_hash(path: Path | str) -> tuple[str, tuple[int, ...]]:
     """``(BLAKE2b of the file's bytes, its stamp when it was opened)`` (`_stamp`)."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     with open_regular(path) as handle:
         stamp = _stamp_of(os.fstat(handle.fileno()))
         while chunk := handle.read(_CHUNK):
@@ -128,7 +136,7 @@ def _stamp_of(info: os.stat_result) -> tuple[int, ...]:
 
 
 def _hash(*parts: object) -> str:
-    return hashlib.blake2b("\x00".join(map(str, parts)).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return blake2b("\x00".join(map(str, parts)).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------- store
@@ -174,9 +182,9 @@ def _degrade(exc: BaseException) -> None:
 
 def _read(key: str, kind: str) -> Any:
     """The entry, or None when it is missing or cannot be read (then warned about once)."""
-    path = _root() / key[:2] / f"{key}.{kind}"
+    path = os.path.join(_root(), key[:2], f"{key}.{kind}")  # not pathlib: a warm ingest reads one per file
     try:
-        handle = path.open("rb")
+        handle = open(path, "rb")  # noqa: SIM115 (closed below, with the unpickling)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -251,12 +259,19 @@ def _atomic(target: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
 # ---------------------------------------------------------------------------------------------- API
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(FrozenValue):
+    """A file's cache key, its pointer's name, the file's stamp and its content hash (`_entry`)."""
+
+    __match_args__ = ("key", "pointer", "stamp", "digest")
+    __slots__ = __match_args__
     key: str
     pointer: str
     stamp: tuple[int, ...]
     digest: str
+
+    def __init__(self, key: str, pointer: str, stamp: tuple[int, ...], digest: str) -> None:
+        for name, value in zip(self.__match_args__, (key, pointer, stamp, digest), strict=True):
+            object.__setattr__(self, name, value)
 
 
 def _entry(path: Path, loader_name: str) -> _Entry:
@@ -340,7 +355,8 @@ def remember_loader(path: Path, loader_name: str, stamp: tuple[int, ...]) -> Non
 
 def _pointed(pointer: str) -> dict[str, Any] | None:
     try:
-        value = json.loads((_root() / "paths" / pointer).read_bytes())
+        with open(os.path.join(_root(), "paths", pointer), "rb") as handle:
+            value = json.loads(handle.read())
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None

@@ -5,20 +5,34 @@ The parsed-session cache (`session_cache`) keeps one per file; split from it by 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+from .._value import FrozenValue, Value
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
 if TYPE_CHECKING:  # a warm `ingest` reads summaries without importing the record model
+    from collections.abc import Iterable
+    from typing import Any
+
     from .model import Session
 
 __all__ = ["FileSummary", "SessionInfo", "file_summary"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
+class SessionInfo(FrozenValue):
     """What planning needs of a session without its records (`Session` has the same attributes)."""
 
+    __match_args__ = (
+        "id",
+        "source",
+        "format",
+        "fingerprint",
+        "n_records",
+        "is_subagent",
+        "is_inline",
+        "session_id",
+        "parent_session_id",
+    )
+    __slots__ = __match_args__
     id: str
     source: str | None
     format: str
@@ -26,8 +40,24 @@ class SessionInfo:
     n_records: int
     is_subagent: bool
     is_inline: bool
-    session_id: str | None = None
-    parent_session_id: str | None = None
+    session_id: str | None
+    parent_session_id: str | None
+
+    def __init__(
+        self,
+        id: str,
+        source: str | None,
+        format: str,
+        fingerprint: str,
+        n_records: int,
+        is_subagent: bool,
+        is_inline: bool,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> None:
+        values = (id, source, format, fingerprint, n_records, is_subagent, is_inline, session_id, parent_session_id)
+        for name, value in zip(self.__match_args__, values, strict=True):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def of(cls, session: Session) -> SessionInfo:
@@ -44,20 +74,44 @@ class SessionInfo:
         )
 
 
-@dataclass
-class FileSummary:
+class FileSummary(Value):
     """What ``workbench ingest`` reports of one file's sessions (inline sub-agent sessions are views of
     their main session's lines: counted as sessions, not as lines or records)."""
 
-    lines: int = 0
-    records: int = 0
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    by_kind: Counter[str] = field(default_factory=Counter)
-    by_format: Counter[str] = field(default_factory=Counter)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    round_trip_checked: int = 0
-    round_trip_different: list[str] = field(default_factory=list)
-    sessions: list[SessionInfo] = field(default_factory=list)
+    __match_args__ = (
+        "lines",
+        "records",
+        "skipped",
+        "by_kind",
+        "by_format",
+        "warnings",
+        "round_trip_checked",
+        "round_trip_different",
+        "sessions",
+    )
+    __slots__ = __match_args__
+
+    def __init__(
+        self,
+        lines: int = 0,
+        records: int = 0,
+        skipped: list[dict[str, Any]] | None = None,
+        by_kind: Counter[str] | None = None,
+        by_format: Counter[str] | None = None,
+        warnings: list[dict[str, Any]] | None = None,
+        round_trip_checked: int = 0,
+        round_trip_different: list[str] | None = None,
+        sessions: list[SessionInfo] | None = None,
+    ) -> None:
+        self.lines = lines
+        self.records = records
+        self.skipped: list[dict[str, Any]] = [] if skipped is None else skipped
+        self.by_kind: Counter[str] = Counter() if by_kind is None else by_kind
+        self.by_format: Counter[str] = Counter() if by_format is None else by_format
+        self.warnings: list[dict[str, Any]] = [] if warnings is None else warnings
+        self.round_trip_checked = round_trip_checked
+        self.round_trip_different: list[str] = [] if round_trip_different is None else round_trip_different
+        self.sessions: list[SessionInfo] = [] if sessions is None else sessions
 
 
 def file_summary(sessions: Iterable[Session]) -> FileSummary:
