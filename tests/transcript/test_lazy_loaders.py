@@ -27,7 +27,7 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-named = ("tempfile", "shutil", "pydantic", "typing", "dataclasses", "inspect", "_hashlib", "runpy")
+named = ("tempfile", "shutil", "pydantic", "typing", "dataclasses", "inspect", "_hashlib", "runpy", "pickle")
 modules = sorted(m for m in sys.modules if m.startswith(("workbench", "orjson")) or m in named)
 print(json.dumps({"code": code, "modules": modules}))
 """
@@ -52,10 +52,11 @@ def test_a_warm_ingest_imports_no_loader(tmp_path: Path) -> None:
     # shutil for argparse's help width (`cli._help_width`)
     assert {"workbench.transcript.model", "tempfile", "shutil"} <= set(cold["modules"])
     assert not {"workbench.transcript.model", "tempfile", "shutil", "pydantic"} & set(warm["modules"]), warm
-    # nor typing, dataclasses (and its inspect) or OpenSSL's hashlib: a quarter of a warm ingest's time
-    # (`workbench._value`, the ``TYPE_CHECKING = False`` guards, `session_cache`'s BLAKE2b)
-    assert {"typing", "dataclasses", "inspect"} <= set(cold["modules"])
-    assert not {"typing", "dataclasses", "inspect", "_hashlib"} & set(warm["modules"]), warm["modules"]
+    # nor typing, dataclasses (and its inspect), OpenSSL's hashlib or pickle: a quarter of a warm ingest's
+    # time (`workbench._value`, the ``TYPE_CHECKING = False`` guards, `session_cache`'s BLAKE2b, summaries
+    # kept as JSON)
+    assert {"typing", "dataclasses", "inspect", "pickle"} <= set(cold["modules"])
+    assert not {"typing", "dataclasses", "inspect", "_hashlib", "pickle"} & set(warm["modules"]), warm["modules"]
 
 
 def test_warm_and_cold_ingest_print_the_same_report(tmp_path: Path) -> None:

@@ -314,7 +314,7 @@ def test_entries_are_read_with_the_garbage_collector_paused(
         during.append(gc.isenabled())
         return real(handle)
 
-    monkeypatch.setattr(session_cache.pickle, "load", load)
+    monkeypatch.setattr(pickle, "load", load)  # imported where sessions are read
     assert gc.isenabled()
     warm = list(load_paths([folder]))
     assert during == [False] and gc.isenabled() and _lines(warm) == _lines(cold)
@@ -329,3 +329,34 @@ def test_entries_are_read_with_the_garbage_collector_paused(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_summaries_are_kept_as_json_and_pickled_only_when_json_would_change_them(
+    tmp_path: Path, cache: Path, parses: list[str]
+) -> None:
+    from workbench.transcript.summary import FileSummary, SessionInfo, summary_from_json, summary_json
+
+    folder = tmp_path / "corpus"
+    write_claude(folder / "a.jsonl", "s-a")
+    write_claude(folder / "b.jsonl", "s-b", input_tokens="NaN")  # a warning in the summary
+    (folder / "c.jsonl").write_text("\n".join(claude_lines("s-c")) + "\n{not json\n", encoding="utf-8")  # a skip
+    cold = [summary for _, summary in file_summaries([folder])]
+    entries = sorted(cache.rglob("*.summary"))
+    assert len(entries) == 3 and all(entry.read_bytes()[:1] == b"{" for entry in entries)
+    warm = [summary for _, summary in file_summaries([folder])]
+    assert warm == cold and len(parses) == 3 and cold[1].warnings and cold[2].skipped
+    assert all(isinstance(info, SessionInfo) for s in warm for info in s.sessions)
+    # what JSON cannot keep as it is: a tuple, a non-string key, a lone surrogate (kept), an object
+    info = SessionInfo("s\udcff", None, "claude-code", "f", 1, False, False)
+    assert summary_from_json(json.loads(summary_json(FileSummary(sessions=[info])) or b"")).sessions == [info]
+    for odd in ({"file": "a", "at": (1, 2)}, {1: "x"}, {"file": Path("a")}):
+        assert summary_json(FileSummary(warnings=[odd])) is None, odd
+    session_cache._write(
+        "ab" * 16,
+        "summary",
+        FileSummary(warnings=[{"at": (1, 2)}]),
+        session_cache._entry(folder / "a.jsonl", "claude-code"),
+    )
+    pickled = next(cache.rglob(f"{'ab' * 16}.summary"))
+    assert pickled.read_bytes()[:1] == b"\x80"
+    assert session_cache._read("ab" * 16, "summary") == FileSummary(warnings=[{"at": (1, 2)}])

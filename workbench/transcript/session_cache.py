@@ -22,7 +22,8 @@ entries per key:
   `Session.fingerprint`, which a sweep worker checks before it replays the session.
 * ``<key>.summary``: `FileSummary`, what ``workbench ingest`` reports of the file (lines, records, kinds,
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
-  count). ``ingest`` and sweep planning read only these (and write only these).
+  count), as JSON (pickled only when JSON would not read back equal: `summary.summary_json`).
+  ``ingest`` and sweep planning read only these (and write only these).
 
 **A file that changed** (a session Claude Code is still appending to) has another hash, so it is read
 again in full (no re-reading from the offset where it changed: a complete re-read is always right,
@@ -48,7 +49,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import pickle
 import warnings
 from contextlib import contextmanager
 from functools import lru_cache
@@ -61,7 +61,7 @@ except ImportError:  # pragma: no cover (an interpreter built without it: hashli
 
 from .._value import FrozenValue
 from .files import max_line_bytes, open_regular
-from .summary import FileSummary, SessionInfo, file_summary
+from .summary import FileSummary, SessionInfo, file_summary, summary_from_json, summary_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
 if TYPE_CHECKING:  # a warm `ingest` answers from summaries: neither the record model nor tempfile is imported
@@ -192,6 +192,10 @@ def _read(key: str, kind: str) -> Any:
         return None
     try:
         with handle, _no_gc():
+            if handle.peek(1)[:1] == b"{":  # a summary as JSON (`summary.summary_json`)
+                return summary_from_json(json.loads(handle.read()))
+            import pickle  # only for sessions (and a summary JSON could not keep): ~4 ms of a warm ingest
+
             return pickle.load(handle)  # from the file: the entry's bytes are never all in memory at once
     except Exception as exc:  # corrupt, truncated, incompatible: a miss, rewritten below
         if not _STATE["warned_corrupt"]:
@@ -221,10 +225,16 @@ def _no_gc() -> Iterator[None]:
 def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
     """Write an entry atomically and point the path's pointer at it (with the file's stamp and hash),
     removing the entries the pointer named before (the file's older contents)."""
+    import pickle
+
     folder = _root() / key[:2]
+    text = summary_json(value) if isinstance(value, FileSummary) else None
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic(folder / f"{key}.{kind}", lambda handle: pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL))
+        _atomic(
+            folder / f"{key}.{kind}",
+            text if text is not None else lambda handle: pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL),
+        )
         marks = _root() / "paths"
         marks.mkdir(exist_ok=True)
         previous = (_pointed(entry.pointer) or {}).get("key")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # a warm `ingest` reads summaries without importing the recor
 
     from .model import Session
 
-__all__ = ["FileSummary", "SessionInfo", "file_summary"]
+__all__ = ["FileSummary", "SessionInfo", "file_summary", "summary_from_json", "summary_json"]
 
 
 class SessionInfo(FrozenValue):
@@ -112,6 +112,29 @@ class FileSummary(Value):
         self.round_trip_checked = round_trip_checked
         self.round_trip_different: list[str] = [] if round_trip_different is None else round_trip_different
         self.sessions: list[SessionInfo] = [] if sessions is None else sessions
+
+
+def summary_json(summary: FileSummary) -> bytes | None:
+    """``summary`` as JSON, when it reads back equal (`summary_from_json`); None when it would not (a
+    value JSON cannot keep: a tuple, a non-string key, an object), which the cache then pickles. JSON
+    because a warm ``ingest`` reads one summary per file and importing pickle was ~4 ms of it; lone
+    surrogates survive (``ensure_ascii``)."""
+    import json
+
+    data = {name: getattr(summary, name) for name in summary.__match_args__}
+    data["sessions"] = [list(info._fields()) for info in summary.sessions]
+    try:
+        text = json.dumps(data, separators=(",", ":")).encode("ascii")
+    except (TypeError, ValueError):
+        return None
+    return text if summary_from_json(json.loads(text)) == summary else None
+
+
+def summary_from_json(data: dict[str, Any]) -> FileSummary:
+    """The `FileSummary` `summary_json` wrote (its sessions as field lists)."""
+    out = FileSummary(**{**data, "sessions": [SessionInfo(*fields) for fields in data["sessions"]]})
+    out.by_kind, out.by_format = Counter(out.by_kind), Counter(out.by_format)
+    return out
 
 
 def file_summary(sessions: Iterable[Session]) -> FileSummary:
