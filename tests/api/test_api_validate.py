@@ -121,3 +121,26 @@ def test_prompt_too_long_wording() -> None:
     assert v.message == "prompt is too long: 208380 tokens > 200000 maximum"
     assert validate(request, context_window=200000, prompt_tokens=200000) == []
     assert validate(normalize([user("x" * 40)]), context_window=5) != []
+
+
+def test_thinking_violations_are_validates_own_for_every_cut_of_the_real_corpus(claude_sessions: list) -> None:
+    """`thinking_violations` (the API-safe cut's question) runs the thinking rule alone: the same
+    violations as `validate` with ``thinking=True`` filtered to that rule, at every cut of every real
+    Claude Code session (a cut every few records), and for hand-made loops with and without thinking."""
+    from workbench.api.study import cut_request
+    from workbench.api.validate import thinking_violations
+
+    rule = "final_assistant_missing_thinking"
+    requests = [normalize([])]
+    for session in claude_sessions:
+        records = session.records
+        requests += [cut_request(records, cut) for cut in range(0, len(records) + 1, 7)]
+        requests += [cut_request(records, cut, end) for cut, end in ((0, 40), (10, 80), (30, 200))]
+    for first in (assistant("A", text("x"), tool_use("a")), assistant("A", thinking(), tool_use("a"))):
+        requests.append(normalize([user("go"), first, user(tool_result("a"))]))
+    flagged = 0
+    for request in requests:
+        expected = [v for v in validate(request, thinking=True) if v.rule == rule]
+        assert thinking_violations(request) == expected
+        flagged += bool(expected)
+    assert flagged >= 5 and flagged < len(requests)  # both outcomes occur

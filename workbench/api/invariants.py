@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..transcript.model import Block, Record
 from .normalize import is_sent, normalize
-from .validate import validate
+from .validate import thinking_violations
 
 __all__ = [
     "SUMMARY_TEXT",
@@ -157,7 +157,7 @@ def _violates_thinking(records: Sequence[Record], start: int) -> bool:
     """Whether "summary + ``records[start:]``" breaks validate.py's ``final_assistant_missing_thinking``."""
     kept = [r for r in records[start:] if not r.is_compact_boundary]
     request = normalize([summary_record(), *kept])
-    return any(v.rule == _THINKING_RULE for v in validate(request, thinking=True))
+    return any(v.rule == _THINKING_RULE for v in thinking_violations(request))
 
 
 def _cut_sensitive_thinking_violation(records: Sequence[Record], start: int) -> bool:
@@ -172,9 +172,7 @@ def _cut_sensitive_thinking_violation(records: Sequence[Record], start: int) -> 
     request = normalize([summary_record(), *kept])
     if not request.messages or request.messages[0].record_uuids != (SUMMARY_UUID,):
         return False
-    return any(
-        v.rule == _THINKING_RULE and v.location.startswith("messages.1.") for v in validate(request, thinking=True)
-    )
+    return any(v.rule == _THINKING_RULE and v.location.startswith("messages.1.") for v in thinking_violations(request))
 
 
 def _is_prompt(record: Record) -> bool:

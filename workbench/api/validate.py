@@ -58,7 +58,7 @@ from ..tokens.walk import block_tokens
 from ..transcript.model import Block, Record
 from .normalize import ApiMessage, Request
 
-__all__ = ["RULES", "Violation", "original_thinking_blocks", "validate"]
+__all__ = ["RULES", "Violation", "original_thinking_blocks", "thinking_violations", "validate"]
 
 RULES = (
     "first_message_not_user",
@@ -195,7 +195,10 @@ def _is_tool_result_only(message: ApiMessage) -> bool:
 
 
 def _thinking_start_rule(messages: Sequence[ApiMessage]) -> list[Violation]:
-    if not _is_tool_result_only(messages[-1]):
+    """``final_assistant_missing_thinking`` (what `validate` with ``thinking=True`` adds): the first response
+    of the trailing tool loop must start with thinking. It looks only at the trailing loop, walking back
+    from the last message; `thinking_violations` runs it alone."""
+    if not messages or not _is_tool_result_only(messages[-1]):
         return []
     n = len(messages) - 2
     first: int | None = None
@@ -220,6 +223,13 @@ def _thinking_start_rule(messages: Sequence[ApiMessage]) -> list[Violation]:
         f"{THINKING_DOC_URL}"
     )
     return [Violation("final_assistant_missing_thinking", where, text, message.record_uuids)]
+
+
+def thinking_violations(request: Request) -> list[Violation]:
+    """The ``final_assistant_missing_thinking`` violations of ``request``: exactly those of
+    ``validate(request, thinking=True)`` with that rule, without the other rules' work (the API-safe cut
+    asks this at every compaction: `workbench.api.invariants.adjust_for_thinking`)."""
+    return _thinking_start_rule(request.messages)
 
 
 def _thinking_modified_rule(
