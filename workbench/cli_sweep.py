@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .cli_common import JSON, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
 if TYPE_CHECKING:
     from typing import Any
 

@@ -27,7 +27,7 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-named = ("tempfile", "shutil", "pydantic", "typing", "dataclasses", "inspect", "_hashlib", "runpy", "pickle")
+named = ("tempfile", "shutil", "pydantic", "typing", "dataclasses", "inspect", "_hashlib", "pickle")
 modules = sorted(m for m in sys.modules if m.startswith(("workbench", "orjson")) or m in named)
 print(json.dumps({"code": code, "modules": modules}))
 """

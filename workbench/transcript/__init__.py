@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Scale": start-up)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
 if TYPE_CHECKING:
     from typing import Any
 
