@@ -7,8 +7,8 @@ about a quarter of a warm ``ingest`` at 1x on this machine (README "Start-up, st
 its fields in ``__match_args__`` in ``__init__``'s order, makes them its ``__slots__`` and sets them in
 its own ``__init__``; `Value` gives it equality, a repr and a compact pickle (the class and the field
 values, passed back to ``__init__``: what the parsed-session cache stores) over those fields.
-`FrozenValue` is also hashable and refuses assignment after ``__init__`` (which sets fields with
-``object.__setattr__``), as ``@dataclass(frozen=True)`` did.
+`FrozenValue` is also hashable and refuses assignment after ``__init__`` (which sets its fields with
+`FrozenValue._set_fields`), as ``@dataclass(frozen=True)`` did.
 """
 
 from __future__ import annotations
@@ -51,10 +51,14 @@ class Value:
 
 
 class FrozenValue(Value):
-    """A `Value` that is hashable and cannot be assigned to once made (``__init__`` uses
-    ``object.__setattr__``)."""
+    """A `Value` that is hashable and cannot be assigned to once made (``__init__`` calls `_set_fields`)."""
 
     __slots__ = ()
+
+    def _set_fields(self, *values: object) -> None:
+        """Set every field, in ``__match_args__`` order (what ``__init__`` does instead of assigning)."""
+        for name, value in zip(self.__match_args__, values, strict=True):
+            object.__setattr__(self, name, value)
 
     def __hash__(self) -> int:
         return hash(self._fields())

@@ -280,8 +280,7 @@ class _Entry(FrozenValue):
     digest: str
 
     def __init__(self, key: str, pointer: str, stamp: tuple[int, ...], digest: str) -> None:
-        for name, value in zip(self.__match_args__, (key, pointer, stamp, digest), strict=True):
-            object.__setattr__(self, name, value)
+        self._set_fields(key, pointer, stamp, digest)
 
 
 def _entry(path: Path, loader_name: str) -> _Entry:

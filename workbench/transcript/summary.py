@@ -4,6 +4,7 @@ The parsed-session cache (`session_cache`) keeps one per file; split from it by 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from .._value import FrozenValue, Value
@@ -55,9 +56,9 @@ class SessionInfo(FrozenValue):
         session_id: str | None = None,
         parent_session_id: str | None = None,
     ) -> None:
-        values = (id, source, format, fingerprint, n_records, is_subagent, is_inline, session_id, parent_session_id)
-        for name, value in zip(self.__match_args__, values, strict=True):
-            object.__setattr__(self, name, value)
+        self._set_fields(
+            id, source, format, fingerprint, n_records, is_subagent, is_inline, session_id, parent_session_id
+        )
 
     @classmethod
     def of(cls, session: Session) -> SessionInfo:
@@ -119,8 +120,6 @@ def summary_json(summary: FileSummary) -> bytes | None:
     value JSON cannot keep: a tuple, a non-string key, an object), which the cache then pickles. JSON
     because a warm ``ingest`` reads one summary per file and importing pickle was ~4 ms of it; lone
     surrogates survive (``ensure_ascii``)."""
-    import json
-
     data = {name: getattr(summary, name) for name in summary.__match_args__}
     data["sessions"] = [list(info._fields()) for info in summary.sessions]
     try:
