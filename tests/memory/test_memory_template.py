@@ -10,6 +10,7 @@ from workbench.memory.template import (
     MAX_TOTAL_SESSION_MEMORY_TOKENS,
     SECTION_HEADINGS,
     TRUNCATION_MARKER,
+    MemorySection,
     SessionMemory,
     generate_section_reminders,
     is_session_memory_empty,
@@ -17,6 +18,7 @@ from workbench.memory.template import (
     section_token_sizes,
     truncate_session_memory_for_compact,
 )
+from workbench.tokens.js import rough_tokens
 
 HEADINGS = [
     "# Session Title",
@@ -138,3 +140,37 @@ def test_the_text_is_rendered_once_and_never_shared_with_another_value() -> None
     restored = pickle.loads(pickle.dumps(memory))
     assert restored == memory and restored.text == text
     assert memory == SessionMemory.from_contents({"# Current State": "working on it"})  # the memo is not compared
+
+
+_LINES = ["", " ", "plain", "# looks like a heading", "#no space", "_italic_", "é ünï 🎉", "\t tabbed ", "# "]
+
+
+def _memories():
+    from hypothesis import strategies as st
+
+    text = st.lists(st.sampled_from(_LINES), max_size=4).map("\n".join)
+    odd = ["Title", "# A\n# B", "# A", "#", "# Current State"]  # not a heading, two lines, repeated
+    heading = st.one_of(st.sampled_from(HEADINGS), st.sampled_from(odd))
+    section = st.builds(MemorySection, heading, text, text)
+    return st.lists(section, max_size=6).map(lambda sections: SessionMemory(tuple(sections)))
+
+
+def test_section_tokens_equal_the_parse_of_the_text() -> None:
+    """`SessionMemory.section_tokens` skips the parse where it can: it must give what parsing the text gives,
+    also for headings repeated, not starting with ``# `` or spanning lines, and content lines that start
+    with ``# `` (the parse takes them for headings), and ``tokens`` what counting the text gives."""
+    from hypothesis import given, settings
+
+    @settings(max_examples=400, deadline=None)
+    @given(_memories())
+    def check(memory: SessionMemory) -> None:
+        assert memory.section_tokens() == section_token_sizes(memory.text)
+        assert memory.section_tokens() == section_token_sizes(memory.text)  # memoised, and a copy each call
+        memory.section_tokens()["# Session Title"] = -1
+        assert memory.section_tokens() == section_token_sizes(memory.text)
+        assert memory.tokens == rough_tokens(memory.text)
+
+    check()
+    full = SessionMemory.from_contents({h: f"line one\nline two of {h}" for h in HEADINGS})
+    assert full.section_tokens() == section_token_sizes(full.text)
+    assert full.section_tokens() != section_token_sizes(SessionMemory.empty().text)

@@ -132,7 +132,8 @@ def extraction_call(
         after: the notes the extractor returned.
         extractor: the extractor that ran (its ``name``; an online one's ``last_report`` usage).
     """
-    notes = (before or SessionMemory.empty()).text
+    previous = before or SessionMemory.empty()
+    notes = previous.text
     path = getattr(extractor, "notes_path", None) or default_memory_path(records)
     template = getattr(extractor, "prompt_template", None) or DEFAULT_UPDATE_PROMPT
     report = getattr(extractor, "last_report", None)  # the online extractor's record of its calls
@@ -140,7 +141,7 @@ def extraction_call(
     output = recorded if isinstance(recorded, int) and recorded > 0 else edit_tokens(notes, after.text, path)
     return ExtractionCall(
         context_tokens=int(context_tokens),
-        prompt_tokens=rough_tokens(build_update_prompt(notes, path, template)),
+        prompt_tokens=rough_tokens(build_update_prompt(previous, path, template)),
         notes_tokens=after.tokens,
         edit_tokens=output,
         extractor=str(getattr(extractor, "name", type(extractor).__name__)),

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from ..tokens.js import rough_tokens
 from ..transcript.model import Record
-from .template import generate_section_reminders, section_token_sizes
+from .template import SessionMemory, generate_section_reminders, section_token_sizes
 
 __all__ = ["DEFAULT_UPDATE_PROMPT", "build_update_prompt", "default_memory_path", "substitute"]
 
@@ -68,10 +68,19 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
     return _VAR.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def build_update_prompt(notes: str, notes_path: str, template: str = DEFAULT_UPDATE_PROMPT) -> str:
-    """The extraction's user message: the prompt with the notes inlined, then the size reminders."""
-    prompt = substitute(template, {"currentNotes": notes, "notesPath": notes_path})
-    return prompt + generate_section_reminders(section_token_sizes(notes), rough_tokens(notes))
+def build_update_prompt(
+    notes: str | SessionMemory, notes_path: str, template: str = DEFAULT_UPDATE_PROMPT
+) -> str:
+    """The extraction's user message: the prompt with the notes inlined, then the size reminders.
+
+    ``notes``: the file's text, or the `SessionMemory` it renders (whose sizes are memoised).
+    """
+    if isinstance(notes, SessionMemory):
+        text, sizes, total = notes.text, notes.section_tokens(), notes.tokens
+    else:
+        text, sizes, total = notes, section_token_sizes(notes), rough_tokens(notes)
+    prompt = substitute(template, {"currentNotes": text, "notesPath": notes_path})
+    return prompt + generate_section_reminders(sizes, total)
 
 
 def default_memory_path(records: Sequence[Record]) -> str:

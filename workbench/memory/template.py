@@ -128,6 +128,10 @@ class SessionMemory:
     sections: tuple[MemorySection, ...]
     #: `render`'s text, memoised (immutable: an extraction reads the notes' text three or four times)
     _text: str | None = field(default=None, init=False, compare=False, repr=False)
+    #: `tokens` and `section_tokens`, memoised: an extraction's notes are measured when they are written
+    #: (the file cap, the step row) and again as the next extraction's prompt
+    _tokens: int | None = field(default=None, init=False, compare=False, repr=False)
+    _sizes: dict[str, int] | None = field(default=None, init=False, compare=False, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SessionMemory:
         return self  # immutable: a replay fork shares it
@@ -192,10 +196,33 @@ class SessionMemory:
     @property
     def tokens(self) -> int:
         """``roughTokenCountEstimation`` of the whole file (the total the reminders measure)."""
-        return rough_tokens(self.text)
+        tokens = self._tokens
+        if tokens is None:
+            tokens = rough_tokens(self.text)
+            object.__setattr__(self, "_tokens", tokens)
+        return tokens
 
     def section_tokens(self) -> dict[str, int]:
-        return section_token_sizes(self.text)
+        """`section_token_sizes` of `text` (a new dict each call), without parsing the text back when it can:
+        a section's body as the parse finds it is its italic line and its content (the blank line after it
+        is stripped), unless a line of the section other than its heading starts with ``# `` (the parse
+        would take it for a heading) or the heading is not one line starting with ``# ``."""
+        sizes = self._sizes
+        if sizes is None:
+            if not all(_canonical(s) for s in self.sections):
+                sizes = section_token_sizes(self.text)
+            else:
+                sizes = {}
+                for s in self.sections:  # a repeated heading: its first place, its last body (as the parse)
+                    sizes[s.heading] = rough_tokens(f"_{s.description}_\n{s.content}".strip())
+            object.__setattr__(self, "_sizes", sizes)
+        return dict(sizes)
+
+
+def _canonical(section: MemorySection) -> bool:
+    """Whether `parse_sections` of a rendered section finds exactly its heading, with the section as body."""
+    heading, body = section.heading, f"{section.description}_\n{section.content}"
+    return heading.startswith("# ") and "\n" not in heading and "\n# " not in body
 
 
 DEFAULT_SESSION_MEMORY_TEMPLATE: str = SessionMemory.empty().render()
