@@ -134,3 +134,31 @@ def test_is_error_tool_result_keeps_only_text() -> None:
 def test_to_api_round_trips_plain_dicts() -> None:
     api = normalize([user("q"), assistant("X", text("a"))]).to_api()
     assert api == [{"role": "user", "content": [text("q")]}, {"role": "assistant", "content": [text("a")]}]
+
+
+def test_a_memo_gives_the_request_normalize_builds_without_one(claude_sessions: list) -> None:
+    """``normalize(records, memo=...)`` builds each record's message once and reuses it on later calls:
+    the requests must equal those built without a memo, for growing contexts of every real Claude Code
+    session checked one after another with one memo (as the replay engine checks them), and for a context
+    whose tool results a strategy rewrote (new records: their own messages, not the originals')."""
+    from workbench.api.normalize import MessageMemo
+    from workbench.strategies.rewrite import rewrite_tool_results
+
+    memo: MessageMemo = {}
+    hits = 0
+    for session in claude_sessions:
+        records = session.records
+        for end in range(1, len(records) + 1, max(1, len(records) // 12)):
+            before = len(memo)
+            assert normalize(records[:end], memo=memo) == normalize(records[:end])
+            hits += end - (len(memo) - before)
+        masked, changed = rewrite_tool_results(records, lambda block: "(masked)")
+        assert changed > 0 or not any(r.tool_results() for r in records)
+        expected = normalize(masked)
+        assert normalize(masked, memo=memo) == expected
+        assert normalize(masked, memo=memo) == expected
+    assert hits > 10_000  # the memo was used, not only filled
+    assert all(memo[key][0] is not None and id(memo[key][0]) == key for key in memo)
+    sent = [user("go"), assistant("A", text("x"), tool_use("a")), user(tool_result("a"))]
+    assert normalize(sent, memo=memo) == normalize(sent)
+    assert normalize([system("hello")], memo=memo) == normalize([system("hello")])

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..transcript.model import Record
 
-__all__ = ["ApiMessage", "Request", "is_sent", "normalize"]
+__all__ = ["ApiMessage", "MessageMemo", "Request", "is_sent", "normalize", "record_message"]
 
 NO_MESSAGE_CONTENT = "[No message content]"
 NO_CONTENT = "(no content)"
@@ -251,12 +251,30 @@ def _sanitize(block: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**block, "content": [p for p in block["content"] if isinstance(p, Mapping) and p.get("type") == "text"]}
 
 
-def normalize(records: Iterable[Record]) -> Request:
+def record_message(record: Record) -> ApiMessage | None:
+    """The message one record becomes before any merging, None for a record that is not sent."""
+    if not is_sent(record):
+        return None
+    uuids = (record.uuid,) if record.uuid else ()
+    if record.kind == "assistant":
+        return ApiMessage("assistant", tuple(_assistant_blocks(record)), uuids, record.message_id)
+    return ApiMessage("user", tuple(_user_blocks(record)), uuids, is_meta=record.is_meta)
+
+
+#: ``id(record) → (record, record_message(record))``: see `normalize`'s ``memo``
+MessageMemo = dict[int, tuple[Record, "ApiMessage | None"]]
+
+
+def normalize(records: Iterable[Record], *, memo: MessageMemo | None = None) -> Request:
     """``normalizeMessagesForAPI`` over ``records`` (in order), see the module docstring (docs §8.1).
 
     Args:
         records: canonical records, typically ``Session.conversation()`` after the last compact
             boundary; records that are not sent (progress, metadata, most system lines) are skipped.
+        memo: each record's own message (`record_message`), kept across calls by whoever checks the
+            same records again and again (the replay engine checks a strategy's context before calls):
+            records and messages are immutable, so a record's message is built once. It holds the record
+            it was built from, so an ``id`` is never reused while its entry is there.
 
     Returns:
         The request, each message carrying the uuids of the records that formed it.
@@ -264,15 +282,20 @@ def normalize(records: Iterable[Record]) -> Request:
     out: list[ApiMessage] = []
     assistant_ids: set[str] = set()
     for record in records:
-        if not is_sent(record):
+        if memo is None:
+            message = record_message(record)
+        else:
+            hit = memo.get(id(record))
+            if hit is None:
+                message = record_message(record)
+                memo[id(record)] = (record, message)
+            else:
+                message = hit[1]
+        if message is None:
             continue
-        uuids = (record.uuid,) if record.uuid else ()
-        if record.kind == "assistant":
-            message = ApiMessage("assistant", tuple(_assistant_blocks(record)), uuids, record.message_id)
+        if message.role == "assistant":
             _append_assistant(out, message, assistant_ids)
-            continue
-        message = ApiMessage("user", tuple(_user_blocks(record)), uuids, is_meta=record.is_meta)
-        if out and out[-1].role == "user":
+        elif out and out[-1].role == "user":
             out[-1] = merge_user(out[-1], message)
         else:
             out.append(message)

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.normalize import MessageMemo
 from ..api.validate import original_thinking_blocks
 from ..memory.fork import NO_EXTRACTION, ExtractionCall
 from ..strategies.base import ContextView, RecordedCompaction, Strategy
@@ -105,6 +106,9 @@ class _Prepared:
         # reads them when it compacts, most sessions never, and looking every record up cost ~8% of a replay
         self.padded_of = CountTable()
         self.originals = original_thinking_blocks(self.records)
+        # each record's API message, built once for every request check (`normalize`'s memo): a strategy
+        # that compacts before every call (masking) has its whole context checked every time
+        self.messages: MessageMemo = {}
         # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
         self.guarded = session.metadata.get("query_source") in ("compact", "session_memory")
         self.recorded = _recorded_compactions(original, self.records, boundaries, self.calls)
@@ -248,7 +252,9 @@ class _Cursor:
         self.sent_before = list(self.context)
         if check_now:
             thinking = any(b.kind == "thinking" for i in call.indices for b in records[i].blocks)
-            self.last_check = check_request(self.context, thinking=thinking, original_thinking=p.originals)
+            self.last_check = check_request(
+                self.context, thinking=thinking, original_thinking=p.originals, memo=p.messages
+            )
         check = self.last_check
         if compaction is not None:
             self.result.events.append(

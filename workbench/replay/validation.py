@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..api.normalize import normalize
+from ..api.normalize import MessageMemo, normalize
 from ..api.repair import repair
 from ..api.validate import Violation, validate
 from ..transcript.model import Record
@@ -26,14 +26,19 @@ class RequestCheck:
 
 
 def check_request(
-    context: Sequence[Record], *, thinking: bool = False, original_thinking: Mapping[str, Any] | None = None
+    context: Sequence[Record],
+    *,
+    thinking: bool = False,
+    original_thinking: Mapping[str, Any] | None = None,
+    memo: MessageMemo | None = None,
 ) -> RequestCheck:
     """Normalize ``context`` (from its last compact boundary) and validate it; count what repair changes.
 
     ``thinking``: whether the call being made has thinking on (its recorded response has thinking).
+    ``memo``: `normalize`'s, for a caller that checks the same records again and again.
     """
     start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
-    request = normalize(context[start:])
+    request = normalize(context[start:], memo=memo)
     violations = tuple(validate(request, thinking=thinking, original_thinking=original_thinking))
     _, repairs = repair(request)
     return RequestCheck(violations, len(repairs))
