@@ -110,3 +110,52 @@ def test_the_hook_view_is_built_only_for_a_strategy_that_observes() -> None:
             assert [{**r, "strategy": "none"} for r in observed.steps] == plain.steps
     finally:
         engine._Prepared.view = original  # type: ignore[method-assign]
+
+
+
+def test_the_request_checks_message_memo_is_reused_and_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The engine's request check builds each record's API message once per session (`normalize`'s memo):
+    a masking strategy's replay reuses it and the rows equal a replay without it; a strategy that makes a
+    new record of every tool result at every call would grow it per check, so it is emptied past its bound
+    (`MESSAGE_MEMO_PER_RECORD` per record plus `MESSAGE_MEMO_SLACK`), with the same rows."""
+    from workbench.replay import engine, validation
+    from workbench.strategies.base import Strategy
+    from workbench.strategies.rewrite import in_place, rewrite_tool_results
+
+    session = make_session(turns=6, tools=4, result_chars=2_000)
+    prepared: list = []
+    original = engine._Prepared.__init__
+
+    def keeping(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        original(self, *args, **kwargs)
+        prepared.append(self)
+
+    monkeypatch.setattr(engine._Prepared, "__init__", keeping)
+
+    class Rewrites(Strategy):
+        name = "rewrites-everything"
+
+        def compact(self, view, state):  # type: ignore[no-untyped-def]
+            records = list(view.records)
+            new, changed = rewrite_tool_results(records, lambda block: f"seen at {view.step}")
+            return in_place(self.name, "always", records, new, {}) if changed else None
+
+    normalize = validation.normalize
+
+    def steps(strategy: Strategy, *, memo: bool) -> list[dict]:
+        prepared.clear()
+        with monkeypatch.context() as patch:
+            if not memo:  # the request built from scratch at every check
+                patch.setattr(validation, "normalize", lambda records, memo=None: normalize(records))
+            return replay_session(session, strategy).steps
+
+    masking = create("observation-masking", {"keep_last_turns": 2})
+    assert steps(masking, memo=False) == steps(masking, memo=True)
+    records = len(prepared[0].records)
+    assert records < len(prepared[0].messages) <= 2 * records  # reused: a few rewritten records per call
+    monkeypatch.setattr(engine, "MESSAGE_MEMO_SLACK", 0)
+    monkeypatch.setattr(engine, "MESSAGE_MEMO_PER_RECORD", 1)
+    everything = steps(Rewrites(), memo=True)
+    assert sum(row["compacted"] for row in everything) > 10
+    assert 0 < len(prepared[0].messages) <= 2 * records  # emptied past the bound (5x without it here)
+    assert everything == steps(Rewrites(), memo=False)

@@ -85,6 +85,13 @@ class ReplayResult:
         return max((row["context_tokens"] for row in self.steps), default=0)
 
 
+#: The request check's message memo (`_Prepared.messages`) is emptied when it holds more entries than this
+#: many per record of the session plus `MESSAGE_MEMO_SLACK`: a masking strategy adds a few rewritten records
+#: per call, so it stays far below; a strategy that rewrote every record at every call would grow it without end.
+MESSAGE_MEMO_PER_RECORD = 4
+MESSAGE_MEMO_SLACK = 1_000
+
+
 class _Prepared:
     """Everything about a session that does not depend on the strategy's decisions (computed once)."""
 
@@ -252,6 +259,8 @@ class _Cursor:
         self.sent_before = list(self.context)
         if check_now:
             thinking = any(b.kind == "thinking" for i in call.indices for b in records[i].blocks)
+            if len(p.messages) > MESSAGE_MEMO_PER_RECORD * len(records) + MESSAGE_MEMO_SLACK:
+                p.messages.clear()  # a strategy that makes new records at every call would grow it per check
             self.last_check = check_request(
                 self.context, thinking=thinking, original_thinking=p.originals, memo=p.messages
             )
