@@ -68,9 +68,7 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
     return _VAR.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def build_update_prompt(
-    notes: str | SessionMemory, notes_path: str, template: str = DEFAULT_UPDATE_PROMPT
-) -> str:
+def build_update_prompt(notes: str | SessionMemory, notes_path: str, template: str = DEFAULT_UPDATE_PROMPT) -> str:
     """The extraction's user message: the prompt with the notes inlined, then the size reminders.
 
     ``notes``: the file's text, or the `SessionMemory` it renders (whose sizes are memoised).

@@ -221,8 +221,14 @@ class SessionMemory:
 
 def _canonical(section: MemorySection) -> bool:
     """Whether `parse_sections` of a rendered section finds exactly its heading, with the section as body."""
-    heading, body = section.heading, f"{section.description}_\n{section.content}"
-    return heading.startswith("# ") and "\n" not in heading and "\n# " not in body
+    heading, content = section.heading, section.content
+    return (
+        heading.startswith("# ")
+        and "\n" not in heading
+        and "\n# " not in section.description
+        and not content.startswith("# ")
+        and "\n# " not in content
+    )
 
 
 DEFAULT_SESSION_MEMORY_TEMPLATE: str = SessionMemory.empty().render()
