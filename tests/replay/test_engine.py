@@ -112,13 +112,19 @@ def test_the_hook_view_is_built_only_for_a_strategy_that_observes() -> None:
         engine._Prepared.view = original  # type: ignore[method-assign]
 
 
+def whole_check(context, *, thinking, original_thinking, memo, incremental):  # type: ignore[no-untyped-def]
+    """The engine's request check done from scratch: no message memo, no incremental check."""
+    from workbench.replay import validation
+
+    return validation.check_request(context, thinking=thinking, original_thinking=original_thinking)
+
 
 def test_the_request_checks_message_memo_is_reused_and_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The engine's request check builds each record's API message once per session (`normalize`'s memo):
     a masking strategy's replay reuses it and the rows equal a replay without it; a strategy that makes a
     new record of every tool result at every call would grow it per check, so it is emptied past its bound
     (`MESSAGE_MEMO_PER_RECORD` per record plus `MESSAGE_MEMO_SLACK`), with the same rows."""
-    from workbench.replay import engine, validation
+    from workbench.replay import engine
     from workbench.strategies.base import Strategy
     from workbench.strategies.rewrite import in_place, rewrite_tool_results
 
@@ -140,13 +146,11 @@ def test_the_request_checks_message_memo_is_reused_and_bounded(monkeypatch) -> N
             new, changed = rewrite_tool_results(records, lambda block: f"seen at {view.step}")
             return in_place(self.name, "always", records, new, {}) if changed else None
 
-    normalize = validation.normalize
-
     def steps(strategy: Strategy, *, memo: bool) -> list[dict]:
         prepared.clear()
         with monkeypatch.context() as patch:
             if not memo:  # the request built from scratch at every check
-                patch.setattr(validation, "normalize", lambda records, memo=None: normalize(records))
+                patch.setattr(engine, "check_request", whole_check)
             return replay_session(session, strategy).steps
 
     masking = create("observation-masking", {"keep_last_turns": 2})

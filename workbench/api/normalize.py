@@ -31,7 +31,7 @@ Assumptions (the reference does not pin them down for recorded transcripts):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,11 +162,12 @@ def _merge_users(messages: Iterable[ApiMessage]) -> list[ApiMessage]:
     return out
 
 
-def _append_assistant(out: list[ApiMessage], message: ApiMessage, ids: set[str]) -> None:
+def _append_assistant(out: list[ApiMessage], message: ApiMessage, ids: set[str], log: UndoLog | None = None) -> None:
     """The backward walk that rejoins split siblings across interleaved tool_results (§8.1 step 3).
 
     ``ids``: the message ids of the assistant messages in ``out`` (updated here). The walk can only end
-    on a sibling when one is in ``out``, so a first-seen id is appended without walking.
+    on a sibling when one is in ``out``, so a first-seen id is appended without walking. ``log``: see
+    `fold_message`.
     """
     if message.message_id is not None and message.message_id in ids:
         for j in range(len(out) - 1, -1, -1):
@@ -177,6 +178,8 @@ def _append_assistant(out: list[ApiMessage], message: ApiMessage, ids: set[str])
                 break
             if prior.message_id != message.message_id:
                 continue
+            if log is not None:
+                log.append((j, prior))
             out[j] = ApiMessage(
                 "assistant",
                 prior.content + message.content,
@@ -184,9 +187,30 @@ def _append_assistant(out: list[ApiMessage], message: ApiMessage, ids: set[str])
                 prior.message_id,
             )
             return
-    if message.message_id is not None:
+    if message.message_id is not None and message.message_id not in ids:
+        if log is not None:
+            log.append((-1, message.message_id))
         ids.add(message.message_id)
     out.append(message)
+
+
+#: What `fold_message` changed, to undo it: ``(j, message)`` put ``message`` back at ``out[j]``, ``(-1, id)``
+#: removes ``id`` from the assistant ids (appended messages are undone by truncating ``out``)
+UndoLog = list[tuple[int, Any]]
+
+
+def fold_message(out: list[ApiMessage], ids: set[str], message: ApiMessage, log: UndoLog | None = None) -> None:
+    """One record's message folded into the request being built (merging, §8.1 steps 2-3): ``normalize``'s
+    loop body. ``log``, when given, gets an entry for every earlier message replaced and every id added,
+    so an incremental caller (`workbench.api.incremental`) can rewind the fold to an earlier record."""
+    if message.role == "assistant":
+        _append_assistant(out, message, ids, log)
+    elif out and out[-1].role == "user":
+        if log is not None:
+            log.append((len(out) - 1, out[-1]))
+        out[-1] = merge_user(out[-1], message)
+    else:
+        out.append(message)
 
 
 def _is_whitespace_only(message: ApiMessage) -> bool:
@@ -195,21 +219,34 @@ def _is_whitespace_only(message: ApiMessage) -> bool:
     )
 
 
-def _post_passes(out: list[ApiMessage]) -> list[ApiMessage]:
+def has_content(message: ApiMessage) -> bool:
+    """An assistant message holding anything but thinking (``filterOrphanedThinkingOnlyMessages`` keeps the
+    thinking-only messages sharing its ``message.id``)."""
+    return message.role == "assistant" and any(b.get("type") not in _THINKING for b in message.content)
+
+
+def is_thinking_only(message: ApiMessage) -> bool:
+    return (
+        message.role == "assistant"
+        and bool(message.content)
+        and all(b.get("type") in _THINKING for b in message.content)
+    )
+
+
+def is_whitespace_only_assistant(message: ApiMessage) -> bool:
+    return message.role == "assistant" and _is_whitespace_only(message)
+
+
+def post_passes(out: list[ApiMessage], with_content: Container[str | None] | None = None) -> list[ApiMessage]:
+    """The post passes of §8.1 step 4 over the merged messages ``out`` (returns a new list).
+
+    ``with_content``: the message ids of every assistant message of the request holding more than thinking,
+    when ``out`` is only its tail (`workbench.api.incremental`); computed from ``out`` when None.
+    """
     # filterOrphanedThinkingOnlyMessages
-    with_content = {
-        m.message_id for m in out if m.role == "assistant" and any(b.get("type") not in _THINKING for b in m.content)
-    }
-    out = [
-        m
-        for m in out
-        if not (
-            m.role == "assistant"
-            and m.content
-            and all(b.get("type") in _THINKING for b in m.content)
-            and m.message_id not in with_content
-        )
-    ]
+    if with_content is None:
+        with_content = {m.message_id for m in out if has_content(m)}
+    out = [m for m in out if not (is_thinking_only(m) and m.message_id not in with_content)]
     # filterTrailingThinkingFromLastAssistant
     if out and out[-1].role == "assistant":
         last = out[-1]
@@ -221,7 +258,7 @@ def _post_passes(out: list[ApiMessage]) -> list[ApiMessage]:
                 content = [{"type": "text", "text": NO_MESSAGE_CONTENT}]
             out[-1] = ApiMessage("assistant", tuple(content), last.record_uuids, last.message_id)
     # filterWhitespaceOnlyAssistantMessages, then re-merge adjacent users
-    kept = [m for m in out if not (m.role == "assistant" and _is_whitespace_only(m))]
+    kept = [m for m in out if not is_whitespace_only_assistant(m)]
     if len(kept) != len(out):
         out = _merge_users(kept)
     # ensureNonEmptyAssistantContent
@@ -291,12 +328,6 @@ def normalize(records: Iterable[Record], *, memo: MessageMemo | None = None) -> 
                 memo[id(record)] = (record, message)
             else:
                 message = hit[1]
-        if message is None:
-            continue
-        if message.role == "assistant":
-            _append_assistant(out, message, assistant_ids)
-        elif out and out[-1].role == "user":
-            out[-1] = merge_user(out[-1], message)
-        else:
-            out.append(message)
-    return Request(tuple(_post_passes(out)))
+        if message is not None:
+            fold_message(out, assistant_ids, message)
+    return Request(tuple(post_passes(out)))

@@ -22,7 +22,7 @@ Assumption: a final assistant message with unanswered tool_use gets a synthetic 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ def _missing_result(tool_use_id: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": MISSING_RESULT_TEXT, "is_error": True}
 
 
-def _fix_assistant(index: int, message: ApiMessage, seen_uses: set[str], repairs: list[Repair]) -> ApiMessage:
+def _fix_assistant(index: int, message: ApiMessage, seen_uses: dict[str, int], repairs: list[Repair]) -> ApiMessage:
     content: list[Mapping[str, Any]] = []
     before = len(repairs)
     server_results = {b.get("tool_use_id") for b in message.content if str(b.get("type", "")).endswith("_tool_result")}
@@ -71,7 +71,7 @@ def _fix_assistant(index: int, message: ApiMessage, seen_uses: set[str], repairs
             if use_id in seen_uses:
                 repairs.append(Repair("duplicate_tool_use", index, use_id, message.record_uuids))
                 continue
-            seen_uses.add(use_id)
+            seen_uses[use_id] = index
         elif kind in _SERVER_USES and block.get("id") not in server_results:
             repairs.append(Repair("unpaired_server_tool_use", index, block.get("id"), message.record_uuids))
             continue
@@ -85,7 +85,7 @@ def _fix_assistant(index: int, message: ApiMessage, seen_uses: set[str], repairs
 
 
 def _fix_next(
-    index: int, use_ids: list[str], nxt: ApiMessage, seen_results: set[str], repairs: list[Repair]
+    index: int, use_ids: list[str], nxt: ApiMessage, seen_results: dict[str, int], repairs: list[Repair]
 ) -> ApiMessage | None:
     """The user message after an assistant; None when it emptied and must become ``(no content)``."""
     wanted = set(use_ids)
@@ -101,18 +101,62 @@ def _fix_next(
                 repairs.append(Repair("duplicate_tool_result", index + 1, result_id, nxt.record_uuids))
                 continue
             present.add(result_id)
-            seen_results.add(result_id)
+            seen_results.setdefault(result_id, index)
         kept.append(block)
     missing = [use_id for use_id in use_ids if use_id not in present]
     for use_id in missing:
         repairs.append(Repair("synthetic_tool_result", index + 1, use_id, nxt.record_uuids))
-        seen_results.add(use_id)
+        seen_results.setdefault(use_id, index)
     content = [_missing_result(use_id) for use_id in missing] + kept
     if not content:
         return None
     if len(content) == len(nxt.content) and not missing:
         return nxt
     return ApiMessage("user", tuple(content), nxt.record_uuids, is_meta=nxt.is_meta)
+
+
+def repair_step(
+    i: int,
+    messages: Sequence[ApiMessage],
+    last_role: str | None,
+    seen_uses: dict[str, int],
+    seen_results: dict[str, int],
+    repairs: list[Repair],
+) -> list[ApiMessage]:
+    """``ensureToolResultPairing``'s loop body for ``messages[i]``: the messages it puts out (none, one, or an
+    assistant and the message after it, which that step handles). ``last_role``: the role of the last
+    message put out so far (None before the first); ``seen_uses``/``seen_results``: ids seen, each → the
+    index of the assistant message whose step saw it (updated); ``repairs`` gets what was changed."""
+    message = messages[i]
+    if message.role == "user":
+        if i > 0 and messages[i - 1].role == "assistant":
+            return []  # the previous assistant's step handled it
+        if last_role != "assistant" and any(b.get("type") == "tool_result" for b in message.content):
+            for block in message.content:
+                if block.get("type") == "tool_result":
+                    repairs.append(Repair("orphaned_tool_result", i, block.get("tool_use_id"), message.record_uuids))
+            content = tuple(b for b in message.content if b.get("type") != "tool_result")
+            if not content:
+                if last_role is not None:
+                    return []
+                content = (_text(ORPHAN_TEXT),)
+            message = ApiMessage("user", content, message.record_uuids, is_meta=message.is_meta)
+        return [message]
+    fixed = _fix_assistant(i, message, seen_uses, repairs)
+    use_ids = [b.get("id") for b in fixed.content if b.get("type") == "tool_use"]
+    nxt = messages[i + 1] if i + 1 < len(messages) else None
+    if nxt is not None and nxt.role == "user":
+        fixed_next = _fix_next(i, use_ids, nxt, seen_results, repairs)
+        if fixed_next is None:
+            repairs.append(Repair("inserted_no_content", i + 1, None, nxt.record_uuids))
+            fixed_next = ApiMessage("user", (_text(NO_CONTENT),), nxt.record_uuids, is_meta=True)
+        return [fixed, fixed_next]
+    if use_ids:
+        for use_id in use_ids:
+            repairs.append(Repair("synthetic_tool_result", i + 1, use_id))
+            seen_results.setdefault(use_id, i)
+        return [fixed, ApiMessage("user", tuple(_missing_result(u) for u in use_ids), (), is_meta=True)]
+    return [fixed]
 
 
 def repair(request: Request) -> tuple[Request, list[Repair]]:
@@ -125,48 +169,14 @@ def repair(request: Request) -> tuple[Request, list[Repair]]:
         ``(repaired, repairs)``; ``repairs`` is empty and ``repaired`` equal to ``request`` when the
         pairing was already intact.
     """
-    messages = list(request.messages)
+    messages = request.messages
     out: list[ApiMessage] = []
     repairs: list[Repair] = []
-    seen_uses: set[str] = set()
-    seen_results: set[str] = set()
-    handled_next: set[int] = set()
-    for i, message in enumerate(messages):
-        if message.role == "user":
-            if i in handled_next:
-                continue
-            if not (out and out[-1].role == "assistant") and any(
-                b.get("type") == "tool_result" for b in message.content
-            ):
-                for block in message.content:
-                    if block.get("type") == "tool_result":
-                        repairs.append(
-                            Repair("orphaned_tool_result", i, block.get("tool_use_id"), message.record_uuids)
-                        )
-                content = tuple(b for b in message.content if b.get("type") != "tool_result")
-                if not content:
-                    if out:
-                        continue
-                    content = (_text(ORPHAN_TEXT),)
-                message = ApiMessage("user", content, message.record_uuids, is_meta=message.is_meta)
-            out.append(message)
-            continue
-        fixed = _fix_assistant(i, message, seen_uses, repairs)
-        out.append(fixed)
-        use_ids = [b.get("id") for b in fixed.content if b.get("type") == "tool_use"]
-        nxt = messages[i + 1] if i + 1 < len(messages) else None
-        if nxt is not None and nxt.role == "user":
-            handled_next.add(i + 1)
-            fixed_next = _fix_next(i, use_ids, nxt, seen_results, repairs)
-            if fixed_next is None:
-                repairs.append(Repair("inserted_no_content", i + 1, None, nxt.record_uuids))
-                fixed_next = ApiMessage("user", (_text(NO_CONTENT),), nxt.record_uuids, is_meta=True)
-            out.append(fixed_next)
-        elif use_ids:
-            for use_id in use_ids:
-                repairs.append(Repair("synthetic_tool_result", i + 1, use_id))
-                seen_results.add(use_id)
-            out.append(ApiMessage("user", tuple(_missing_result(u) for u in use_ids), (), is_meta=True))
+    seen_uses: dict[str, int] = {}
+    seen_results: dict[str, int] = {}
+    for i in range(len(messages)):
+        put = repair_step(i, messages, out[-1].role if out else None, seen_uses, seen_results, repairs)
+        out.extend(put)
     if not repairs:
         return request, []
     return Request(tuple(out)), repairs

@@ -126,64 +126,73 @@ def _text_rules(n: int, message: ApiMessage) -> list[Violation]:
 
 def _pairing_rules(messages: Sequence[ApiMessage]) -> list[Violation]:
     out: list[Violation] = []
-    seen: set[Any] = set()
-    for n, message in enumerate(messages):
-        if message.role == "assistant":
-            ids = []
-            for m, block in enumerate(message.content):
-                if block.get("type") != "tool_use":
-                    continue
-                use_id = block.get("id")
-                if use_id in seen:
-                    out.append(
-                        Violation(
-                            "duplicate_tool_use_id",
-                            f"messages.{n}.content.{m}",
-                            f"messages.{n}.content.{m}: `tool_use` ids must be unique",
-                            message.record_uuids,
-                        )
-                    )
-                seen.add(use_id)
-                ids.append(use_id)
-            nxt = messages[n + 1] if n + 1 < len(messages) else None
-            answered = (
-                {b.get("tool_use_id") for b in nxt.content if b.get("type") == "tool_result"}
-                if nxt is not None and nxt.role == "user"
-                else set()
-            )
-            missing = [str(i) for i in dict.fromkeys(ids) if i not in answered]
-            if missing:
+    seen: dict[Any, int] = {}
+    for n in range(len(messages)):
+        pairing_at(n, messages, seen, out)
+    return out
+
+
+def pairing_at(n: int, messages: Sequence[ApiMessage], seen: dict[Any, int], out: list[Violation]) -> None:
+    """The pairing violations of ``messages[n]`` (appended to ``out``): its tool_use ids against the next
+    message's results (and ``seen``, tool_use id → the message first holding it, updated), or its
+    tool_results against the previous message's tool_uses."""
+    message = messages[n]
+    if message.role == "assistant":
+        ids = []
+        for m, block in enumerate(message.content):
+            if block.get("type") != "tool_use":
+                continue
+            use_id = block.get("id")
+            if use_id in seen:
                 out.append(
                     Violation(
-                        "tool_use_without_tool_result",
-                        f"messages.{n}",
-                        f"messages.{n}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                        f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block "
-                        "in the next message.",
+                        "duplicate_tool_use_id",
+                        f"messages.{n}.content.{m}",
+                        f"messages.{n}.content.{m}: `tool_use` ids must be unique",
                         message.record_uuids,
                     )
                 )
-        else:
-            prev = messages[n - 1] if n > 0 else None
-            uses = (
-                {b.get("id") for b in prev.content if b.get("type") == "tool_use"}
-                if prev is not None and prev.role == "assistant"
-                else set()
+            else:
+                seen[use_id] = n
+            ids.append(use_id)
+        nxt = messages[n + 1] if n + 1 < len(messages) else None
+        answered = (
+            {b.get("tool_use_id") for b in nxt.content if b.get("type") == "tool_result"}
+            if nxt is not None and nxt.role == "user"
+            else set()
+        )
+        missing = [str(i) for i in dict.fromkeys(ids) if i not in answered]
+        if missing:
+            out.append(
+                Violation(
+                    "tool_use_without_tool_result",
+                    f"messages.{n}",
+                    f"messages.{n}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                    f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block "
+                    "in the next message.",
+                    message.record_uuids,
+                )
             )
-            for m, block in enumerate(message.content):
-                if block.get("type") == "tool_result" and block.get("tool_use_id") not in uses:
-                    where = f"messages.{n}.content.{m}"
-                    out.append(
-                        Violation(
-                            "tool_result_without_tool_use",
-                            where,
-                            f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                            f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
-                            "`tool_use` block in the previous message.",
-                            message.record_uuids,
-                        )
-                    )
-    return out
+        return
+    prev = messages[n - 1] if n > 0 else None
+    uses = (
+        {b.get("id") for b in prev.content if b.get("type") == "tool_use"}
+        if prev is not None and prev.role == "assistant"
+        else set()
+    )
+    for m, block in enumerate(message.content):
+        if block.get("type") == "tool_result" and block.get("tool_use_id") not in uses:
+            where = f"messages.{n}.content.{m}"
+            out.append(
+                Violation(
+                    "tool_result_without_tool_use",
+                    where,
+                    f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message.",
+                    message.record_uuids,
+                )
+            )
 
 
 def _is_tool_result_only(message: ApiMessage) -> bool:
@@ -262,6 +271,50 @@ def _estimate(messages: Sequence[ApiMessage]) -> int:
     return sum(block_tokens(Block.from_raw(b), rough_tokens) for m in messages for b in m.content)
 
 
+def first_message_rule(messages: Sequence[ApiMessage]) -> list[Violation]:
+    if not messages or messages[0].role == "user":
+        return []
+    return [
+        Violation(
+            "first_message_not_user",
+            "messages.0",
+            'messages: first message must use the "user" role',
+            messages[0].record_uuids,
+        )
+    ]
+
+
+def message_rules(n: int, message: ApiMessage, *, final: bool) -> list[Violation]:
+    """The rules of one message on its own (``empty_content``, then the text rules), ``final``: whether it
+    is the request's last message."""
+    out: list[Violation] = []
+    if not message.content and not (final and message.role == "assistant"):
+        out.append(
+            Violation(
+                "empty_content",
+                f"messages.{n}",
+                f"messages.{n}: all messages must have non-empty content except for the optional final "
+                "assistant message",
+                message.record_uuids,
+            )
+        )
+    out.extend(_text_rules(n, message))
+    return out
+
+
+def request_end_rules(
+    messages: Sequence[ApiMessage],
+    *,
+    thinking: bool,
+    original_thinking: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+) -> list[Violation]:
+    """The rules about the request's end: the trailing tool loop's thinking, the latest thinking blocks."""
+    out = _thinking_start_rule(messages) if thinking else []
+    if original_thinking:
+        out.extend(_thinking_modified_rule(messages, original_thinking))
+    return out
+
+
 def validate(
     request: Request,
     *,
@@ -286,32 +339,11 @@ def validate(
     out: list[Violation] = []
     if not messages:
         return out
-    if messages[0].role != "user":
-        out.append(
-            Violation(
-                "first_message_not_user",
-                "messages.0",
-                'messages: first message must use the "user" role',
-                messages[0].record_uuids,
-            )
-        )
+    out.extend(first_message_rule(messages))
     for n, message in enumerate(messages):
-        if not message.content and not (n == len(messages) - 1 and message.role == "assistant"):
-            out.append(
-                Violation(
-                    "empty_content",
-                    f"messages.{n}",
-                    f"messages.{n}: all messages must have non-empty content except for the optional final "
-                    "assistant message",
-                    message.record_uuids,
-                )
-            )
-        out.extend(_text_rules(n, message))
+        out.extend(message_rules(n, message, final=n == len(messages) - 1))
     out.extend(_pairing_rules(messages))
-    if thinking:
-        out.extend(_thinking_start_rule(messages))
-    if original_thinking:
-        out.extend(_thinking_modified_rule(messages, original_thinking))
+    out.extend(request_end_rules(messages, thinking=thinking, original_thinking=original_thinking))
     if context_window is not None:
         size = prompt_tokens if prompt_tokens is not None else _estimate(messages)
         if size > context_window:

@@ -58,7 +58,7 @@ from ..transcript.model import Record, Session
 from ..transcript.steps import ApiCall, api_calls
 from .rows import event_row, recorded_events
 from .sizes import CountTable, LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
-from .validation import RequestCheck, check_request
+from .validation import IncrementalCheck, RequestCheck, check_request
 
 __all__ = [
     "ReplayResult",
@@ -189,6 +189,7 @@ class _Cursor:
         self.removed = self.added = 0
         self.diverged = False
         self.last_check: RequestCheck | None = None
+        self.checker = IncrementalCheck()  # the last check, redone only where the context changed since
         self.previous_message_id: str | None = None
         self.pending: int | None = None  # removed tokens to use from the next call on (reproduced compaction)
 
@@ -202,6 +203,7 @@ class _Cursor:
         clone.context = list(self.context)
         clone.sent_before = list(self.sent_before)
         clone.result = _relabeled(self.result, strategy)
+        clone.checker = IncrementalCheck()
         return clone
 
     def step(self, index: int) -> bool:
@@ -262,7 +264,11 @@ class _Cursor:
             if len(p.messages) > MESSAGE_MEMO_PER_RECORD * len(records) + MESSAGE_MEMO_SLACK:
                 p.messages.clear()  # a strategy that makes new records at every call would grow it per check
             self.last_check = check_request(
-                self.context, thinking=thinking, original_thinking=p.originals, memo=p.messages
+                self.context,
+                thinking=thinking,
+                original_thinking=p.originals,
+                memo=p.messages,
+                incremental=self.checker,
             )
         check = self.last_check
         if compaction is not None:

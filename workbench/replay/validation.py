@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.incremental import IncrementalCheck
 from ..api.normalize import MessageMemo, normalize
 from ..api.repair import repair
 from ..api.validate import Violation, validate
 from ..transcript.model import Record
 
-__all__ = ["RequestCheck", "check_request"]
+__all__ = ["IncrementalCheck", "RequestCheck", "check_request"]
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,21 @@ def check_request(
     thinking: bool = False,
     original_thinking: Mapping[str, Any] | None = None,
     memo: MessageMemo | None = None,
+    incremental: IncrementalCheck | None = None,
 ) -> RequestCheck:
     """Normalize ``context`` (from its last compact boundary) and validate it; count what repair changes.
 
     ``thinking``: whether the call being made has thinking on (its recorded response has thinking).
     ``memo``: `normalize`'s, for a caller that checks the same records again and again.
+    ``incremental``: the check of the caller's previous context, to redo only what changed since (the same
+    result, `workbench.api.incremental`).
     """
     start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
+    if incremental is not None:
+        found, repaired = incremental.check(
+            context[start:], thinking=thinking, original_thinking=original_thinking, memo=memo
+        )
+        return RequestCheck(found, repaired)
     request = normalize(context[start:], memo=memo)
     violations = tuple(validate(request, thinking=thinking, original_thinking=original_thinking))
     _, repairs = repair(request)
