@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from ..transcript.model import Block, Record
-from ..transcript.steps import api_calls
+from ..transcript.steps import is_real_assistant
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import register
 from .rewrite import in_place, rewrite_tool_results
@@ -43,9 +43,16 @@ class ObservationMaskingConfig(StrategyConfig):
 
 def masked_turn_ids(records: Sequence[Record], config: ObservationMaskingConfig) -> set[str]:
     """tool_use ids of the turns whose observations are masked."""
-    turns = [
-        ids for call in api_calls(records) if (ids := [i for k in call.indices for i in records[k].tool_use_ids()])
-    ]
+    calls: dict[str | int, list[str]] = {}  # the tool_use ids of each API call (`api_calls`'s grouping and order)
+    for index, record in enumerate(records):
+        if is_real_assistant(record):
+            key = record.message_id if record.message_id is not None else index
+            ids = calls.get(key)
+            if ids is None:
+                calls[key] = record.tool_use_ids()
+            else:
+                ids.extend(record.tool_use_ids())
+    turns = [ids for ids in calls.values() if ids]
     masked = max(0, (len(turns) // config.polling) * config.polling - config.keep_last_turns)
     return {i for ids in turns[:masked] for i in ids}
 
