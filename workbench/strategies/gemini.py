@@ -98,6 +98,27 @@ def truncate_function_responses(records: Sequence[Record], budget: int, lines: i
     return out, truncated
 
 
+class JsonSizes:
+    """``len(record.content_json())`` of the records seen, by identity: one session's replay asks it for every
+    record at every call past the threshold (json.dumps was half of that replay). Records are immutable and
+    each entry holds its record, so an id is not reused while it is there; emptied past 4 entries per record
+    asked about plus 1,000 (the truncated tool results are new records at every call)."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[int, tuple[Record, int]] = {}
+
+    def of(self, records: Sequence[Record]) -> list[int]:
+        if len(self.sizes) > 4 * len(records) + 1_000:
+            self.sizes.clear()
+        out = []
+        for record in records:
+            hit = self.sizes.get(id(record))
+            if hit is None:
+                hit = self.sizes[id(record)] = (record, len(record.content_json()))
+            out.append(hit[1])
+        return out
+
+
 @register
 class GeminiCli(Strategy):
     """Gemini CLI compression at 0.5 of the window, keeping the last 30% of characters."""
@@ -105,6 +126,9 @@ class GeminiCli(Strategy):
     name = "gemini-cli"
     description = "Gemini CLI compression at 50% of the window: snapshot + last ~30% by chars, split at a user turn."
     Config = GeminiConfig
+
+    def new_state(self) -> JsonSizes:
+        return JsonSizes()
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         config = self.config
@@ -120,7 +144,8 @@ class GeminiCli(Strategy):
             history, pending = messages, len(records)
         if not history:
             return None
-        sizes = [sum(len(r.content_json()) for r in records[m.first : m.end]) for m in history]
+        chars = (state if isinstance(state, JsonSizes) else JsonSizes()).of(records)
+        sizes = [sum(chars[m.first : m.end]) for m in history]
         legal = [m.role == "user" and not m.has_tool_result for m in history]
         last = history[-1]
         split = find_compress_split_point(
