@@ -38,7 +38,7 @@ from .normalize import (
     MessageMemo,
     UndoLog,
     fold_message,
-    has_content,
+    has_non_thinking,
     is_thinking_only,
     is_whitespace_only_assistant,
     post_passes,
@@ -164,7 +164,7 @@ class IncrementalCheck:
         self._thinking_only = [(n, key) for n, key in self._thinking_only if n < keep]
         for n in range(keep, len(merged)):
             message = merged[n]
-            if has_content(message):
+            if has_non_thinking(message):
                 content_at.setdefault(message.message_id, n)
             elif is_thinking_only(message):
                 self._thinking_only.append((n, message.message_id))

@@ -219,7 +219,7 @@ def _is_whitespace_only(message: ApiMessage) -> bool:
     )
 
 
-def has_content(message: ApiMessage) -> bool:
+def has_non_thinking(message: ApiMessage) -> bool:
     """An assistant message holding anything but thinking (``filterOrphanedThinkingOnlyMessages`` keeps the
     thinking-only messages sharing its ``message.id``)."""
     return message.role == "assistant" and any(b.get("type") not in _THINKING for b in message.content)
@@ -245,7 +245,7 @@ def post_passes(out: list[ApiMessage], with_content: Container[str | None] | Non
     """
     # filterOrphanedThinkingOnlyMessages
     if with_content is None:
-        with_content = {m.message_id for m in out if has_content(m)}
+        with_content = {m.message_id for m in out if has_non_thinking(m)}
     out = [m for m in out if not (is_thinking_only(m) and m.message_id not in with_content)]
     # filterTrailingThinkingFromLastAssistant
     if out and out[-1].role == "assistant":
