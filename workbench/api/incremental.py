@@ -23,7 +23,10 @@ edit sequences and the real corpus) while redoing the work only from the first c
    far, the role put out last, the tool_use and tool_result ids seen, each kept with the message whose
    step saw it so they can be cut back).
 
-What stays linear per check is cheap: identity comparisons, list slices, and cutting the id maps back.
+What stays linear per check is mostly cheap: identity comparisons, list slices, cutting the id maps back;
+and the rules about the request's end are taken afresh (the thinking rule walks back over the trailing
+tool loop). The replay as a whole stays quadratic for a masking strategy: it and the engine walk the
+whole context at every call (`benchmarks/bench_request_check.py` measures both).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from .normalize import (
     is_thinking_only,
     is_whitespace_only_assistant,
     post_passes,
-    record_message,
+    remembered_message,
 )
 from .repair import Repair, repair_step
 from .validate import Violation, first_message_rule, message_rules, pairing_at, request_end_rules
@@ -137,15 +140,7 @@ class IncrementalCheck:
             self._length_at.append(len(self._merged))
             self._log_at.append(len(self._log))
             self._records.append(record)
-            if memo is None:
-                message = record_message(record)
-            else:
-                hit = memo.get(id(record))
-                if hit is None:
-                    message = record_message(record)
-                    memo[id(record)] = (record, message)
-                else:
-                    message = hit[1]
+            message = remembered_message(record, memo)
             if message is not None:
                 fold_message(self._merged, self._ids, message, self._log)
         return min([keep, *(j for j, _ in self._log[at:] if j >= 0)])

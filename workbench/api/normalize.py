@@ -302,6 +302,16 @@ def record_message(record: Record) -> ApiMessage | None:
 MessageMemo = dict[int, tuple[Record, "ApiMessage | None"]]
 
 
+def remembered_message(record: Record, memo: MessageMemo | None) -> ApiMessage | None:
+    """`record_message` of ``record``, built once per ``memo`` (built every time without one)."""
+    if memo is None:
+        return record_message(record)
+    hit = memo.get(id(record))
+    if hit is None:
+        hit = memo[id(record)] = (record, record_message(record))
+    return hit[1]
+
+
 def normalize(records: Iterable[Record], *, memo: MessageMemo | None = None) -> Request:
     """``normalizeMessagesForAPI`` over ``records`` (in order), see the module docstring (docs §8.1).
 
@@ -319,15 +329,7 @@ def normalize(records: Iterable[Record], *, memo: MessageMemo | None = None) -> 
     out: list[ApiMessage] = []
     assistant_ids: set[str] = set()
     for record in records:
-        if memo is None:
-            message = record_message(record)
-        else:
-            hit = memo.get(id(record))
-            if hit is None:
-                message = record_message(record)
-                memo[id(record)] = (record, message)
-            else:
-                message = hit[1]
+        message = remembered_message(record, memo)
         if message is not None:
             fold_message(out, assistant_ids, message)
     return Request(tuple(post_passes(out)))
