@@ -81,3 +81,47 @@ def test_an_integer_column_null_in_some_part_is_float_as_in_one_frame(tmp_path: 
 def _written(frame: pd.DataFrame, path: Path) -> Path:
     frame.to_parquet(path, index=False)
     return path
+
+
+@pytest.mark.parametrize("entries", [1, 5, 12, 10_000])
+def test_long_list_columns_cut_a_session_into_parts_that_join_as_one_frame(tmp_path: Path, entries: int) -> None:
+    """An in-place compaction's event lists every kept record: the entries bound cuts one session's events
+    into several parts (also between its steps and its events), and the files are still one frame's."""
+    from workbench.replay.engine import ReplayResult
+
+    results = []
+    for index in range(3):
+        result = ReplayResult(f"s{index}", f"f{index}.jsonl", "masking")
+        result.steps = [{"session_id": f"s{index}", "step": n} for n in range(4)]
+        result.events = [
+            {
+                "session_id": f"s{index}",
+                "step": n,
+                "kept_uuids": [f"u{k}" for k in range(n + index)],
+                "dropped": [],
+                "note": None,
+            }
+            for n in range(5)
+        ]
+        results.append(result)
+    writer = FrameWriter(tmp_path / "out", entries=entries)
+    cuts, pending = 0, 0  # the bound's rule: a part whenever the pending events reach `entries` entries
+    for result in results:
+        writer.add(result)
+        for row in result.events:
+            pending += len(row["kept_uuids"])
+            if pending >= entries:
+                cuts, pending = cuts + 1, 0
+        assert writer._parts is not None and len(list(writer._parts.glob("events-*"))) == cuts
+    if entries <= 5:
+        assert cuts > len(results)  # more parts than sessions: cut inside them
+    writer.close()
+    expected = {
+        "steps": pd.DataFrame([row for r in results for row in r.steps]),
+        "events": pd.DataFrame([row for r in results for row in r.events]),
+    }
+    for table, frame in expected.items():
+        reference = _written(frame, tmp_path / f"{table}-ref.parquet")
+        ours = tmp_path / "out" / f"{table}.parquet"
+        pd.testing.assert_frame_equal(pd.read_parquet(ours), pd.read_parquet(reference), check_exact=True)
+        assert pq.read_schema(ours).remove_metadata() == pq.read_schema(reference).remove_metadata()

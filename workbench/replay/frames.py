@@ -2,7 +2,8 @@
 and at most `ROWS` rows waiting to be written.
 
 `FrameWriter` takes one `ReplayResult` at a time and keeps its steps and events rows until `ROWS` rows
-are pending, then writes them as a part file (one frame over those sessions' rows); `close` joins the
+are pending, or `ENTRIES` entries of the events' list columns, then writes them as a part file (one frame
+over those rows; the entries bound cuts a session's events into several parts); `close` joins the
 parts into ``steps.parquet`` and ``events.parquet`` one part at a time (columns are unified across parts:
 a column that is all null in one part and typed in another takes the type, an integer column that has a
 null somewhere becomes float, as one frame over all rows would make it), then deletes the parts. The
@@ -29,24 +30,39 @@ __all__ = ["FrameWriter"]
 _TABLES = ("steps", "events")
 #: Rows (steps and events) kept before a part is written: a constant, whatever the corpus (a few MB).
 ROWS = 2_000
+#: Entries of the events' list columns (``kept_uuids``, ``dropped_uuids``, ...) kept before a part is written,
+#: also in the middle of a session. An in-place compaction's event lists every record of the context it kept,
+#: so a masking strategy, which compacts before every call, gives a session events whose entries grow with
+#: the square of its length: a synthetic session of 1,000 calls (4,911 records, 6.6 MB) has 947 events and
+#: 2.4 million entries, and `replay -s observation-masking --out` converting them as one frame peaked at
+#: 540-560 MB of RSS (250-270 MB in parts; README "Scale", "Long sessions").
+ENTRIES = 100_000
 
 
 class FrameWriter:
     """Stream `ReplayResult` rows into ``<out>/steps.parquet`` and ``<out>/events.parquet``."""
 
-    def __init__(self, out: Path, *, rows: int = ROWS) -> None:
+    def __init__(self, out: Path, *, rows: int = ROWS, entries: int = ENTRIES) -> None:
         self.out = Path(out)
         self.rows = rows
+        self.entries = entries
         self._parts: Path | None = None
         self._count = 0
         self._pending: dict[str, list[dict[str, Any]]] = {table: [] for table in _TABLES}
+        self._entries = 0  # list entries of the pending events rows
 
     def add(self, result: ReplayResult) -> None:
         if self._parts is None:
             self.out.mkdir(parents=True, exist_ok=True)
             self._parts = Path(tempfile.mkdtemp(dir=self.out, prefix=".parts-"))
         self._pending["steps"] += result.steps
-        self._pending["events"] += result.events
+        events = self._pending["events"]
+        for row in result.events:
+            events.append(row)
+            self._entries += sum(len(value) for value in row.values() if isinstance(value, list))
+            if self._entries >= self.entries:
+                self._write_part()
+                events = self._pending["events"]
         if sum(map(len, self._pending.values())) >= self.rows:
             self._write_part()
 
@@ -60,6 +76,8 @@ class FrameWriter:
                     self._parts / f"{table}-{self._count:08d}.parquet",
                 )
         self._pending = {table: [] for table in _TABLES}
+        self._entries = 0
+        pa.default_memory_pool().release_unused()  # mimalloc keeps what a part freed: ~40 MB more at 1,000 calls
         self._count += 1
 
     def close(self) -> None:
@@ -80,6 +98,7 @@ class FrameWriter:
                 with pq.ParquetWriter(target, schema) as writer:
                     for part in parts:
                         writer.write_table(_conform(pq.read_table(part).replace_schema_metadata(None), schema))
+                        pa.default_memory_pool().release_unused()
         finally:
             self.discard()
 
