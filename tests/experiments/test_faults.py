@@ -112,6 +112,39 @@ def test_rows_that_do_not_fit_the_schema_are_an_error_naming_table_and_column():
     assert table.column("naive_start").to_pylist() == [None, 3] and table.column("fallbacks").to_pylist()[0] == ["a"]
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 4, 1_000])
+def test_list_columns_convert_in_chunks_to_the_same_values(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """A masking replay's events list every kept record: list columns are built in chunks of about
+    `LIST_CHUNK_ENTRIES` entries (bounded memory), with the same values, and a bad value in a later chunk
+    still names its column."""
+    import workbench.experiments.schema as schema
+
+    rows = [
+        {"step": n, "kept_uuids": [f"u{k}" for k in range(n)] if n != 2 else None, "fallbacks": ()} for n in range(7)
+    ]
+    rows += [{"step": 7, "kept_uuids": []}, {"step": 8, "kept_uuids": ["last"]}]  # a remainder after the last cut
+    monkeypatch.setattr(schema, "LIST_CHUNK_ENTRIES", 10**9)
+    whole = to_table("events", rows)
+    monkeypatch.setattr(schema, "LIST_CHUNK_ENTRIES", chunk)
+    cut = to_table("events", rows)
+    assert cut.schema == whole.schema and cut.equals(whole)
+    assert cut.column("kept_uuids").to_pylist() == [r["kept_uuids"] for r in rows]
+    assert cut.column("kept_uuids").num_chunks == (1 if chunk == 1_000 else len(_cuts(rows, chunk)))
+    with pytest.raises(SchemaError, match=r"column kept_uuids"):
+        to_table("events", [*rows, {"kept_uuids": 5}])
+
+
+def _cuts(rows: list[dict], chunk: int) -> list[int]:  # type: ignore[type-arg]
+    """The rows after which a chunk ends (the rule `to_table` follows), and one more for a remainder."""
+    ends, entries = [], 0
+    for index, row in enumerate(rows):
+        entries += len(row["kept_uuids"] or ())
+        if entries >= chunk:
+            ends.append(index)
+            entries = 0
+    return ends if ends and ends[-1] == len(rows) - 1 else [*ends, len(rows) - 1]
+
+
 def test_every_column_a_replay_emits_is_in_the_store_schema():
     """A column added to the engine's rows must be added to the schema (else sweeps fail at write time)."""
     from workbench.replay import replay_session
