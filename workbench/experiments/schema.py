@@ -176,11 +176,9 @@ def _values(table: str, name: str, kind: pa.DataType, values: list[Any]) -> pa.A
             if entries >= LIST_CHUNK_ENTRIES:
                 chunks.append(pa.array(chunk, type=kind, from_pandas=True))
                 chunk, entries = [], 0
-        if not chunks:
-            return pa.array(chunk, type=kind, from_pandas=True)
-        if chunk:
+        if chunk or not chunks:
             chunks.append(pa.array(chunk, type=kind, from_pandas=True))
-        return pa.chunked_array(chunks, type=kind)
+        return chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, type=kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
         raise SchemaError(f"store table {table}: column {name} ({kind}): {exc}") from None
 
