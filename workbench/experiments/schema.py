@@ -28,8 +28,8 @@ import pyarrow as pa
 __all__ = ["SCHEMAS", "SCHEMA_KEY", "SCHEMA_VERSION", "SchemaError", "conform", "part_version", "to_table"]
 
 #: Bump when a table's columns or types change (2: events' summary_source, summary_note, recorded_boundary;
-#: 3: steps' session-memory extraction columns).
-SCHEMA_VERSION = 3
+#: 3: steps' session-memory extraction columns; 4: events' not_kept_uuids, `workbench.replay.rows`).
+SCHEMA_VERSION = 4
 #: Key of the version in each part file's schema metadata.
 SCHEMA_KEY = b"workbench.store.schema"
 
@@ -128,6 +128,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("keep_start", _I),
         ("naive_start", _I),
         ("kept_uuids", _LIST),
+        ("not_kept_uuids", _LIST),  # v4: listed instead of kept_uuids when shorter (`workbench.replay.rows`)
         ("dropped_uuids", _LIST),
         ("summary", _S),
         ("added_text", _S),

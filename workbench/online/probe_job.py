@@ -68,6 +68,7 @@ def _recorded_jobs(session: Session) -> list[ProbeJob]:
             "step": after.step if after else len(calls),
             "dropped_uuids": [r.uuid for r in records[previous:cut] if r.uuid and not r.is_compact_summary],
             "kept_uuids": [r.uuid for r in between if r.uuid and not r.is_compact_summary],
+            "not_kept_uuids": None,
             "summary": summary,
         }
         jobs.append(ProbeJob(session, event))

@@ -59,7 +59,7 @@ redacted); the frame never holds request headers.
 question, reference, answer, full_answer, score, reason, error, model, judge_model``. Events without
 dropped records (nothing to ask about) give an empty frame. Not supported: ``recorded-compact`` events
 (their dropped span is implicit, see `workbench.metrics.fidelity`: empty frame). The compacted context is
-rebuilt from the event alone (its ``summary`` plus the session records listed in ``kept_uuids``): records a
+rebuilt from the event alone (its ``summary`` plus the session records it kept, `event_contexts`): records a
 strategy *created* earlier (an earlier compaction's summary message, cleared-result stubs) are not in the
 session and so are missing from a later event's context.
 """
@@ -72,6 +72,7 @@ from typing import Any
 import pandas as pd
 
 from ..replay.engine import strip_recorded_compactions
+from ..replay.rows import kept_uuid_set, uuid_set
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from .cache import ResponseCache
@@ -288,28 +289,22 @@ def _get(event: Any, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def _uuids(value: Any) -> set[str]:
-    if value is None or isinstance(value, float):
-        return set()
-    if isinstance(value, str):
-        return {value} if value else set()
-    return {u for u in value if isinstance(u, str)}
-
-
 def event_contexts(session: Session, event: Mapping[str, Any]) -> tuple[list[Record], list[Record], list[Record]]:
     """``(dropped, kept, full)`` records of a replay event of ``session``.
 
-    The records are the session's conversation with recorded compactions stripped (as the replay sees
-    them); ``full`` is every record before the event's step (the uncompacted context), ``dropped`` those
-    in ``dropped_uuids`` and ``kept`` those in ``kept_uuids`` (records without a uuid are not tracked).
+        The records are the session's conversation with recorded compactions stripped (as the replay sees
+        them); ``full`` is every record before the event's step (the uncompacted context), ``dropped`` those
+        in ``dropped_uuids`` and ``kept`` those the event kept (``kept_uuids``, or the history but ``not_kept_uuids``:
+    `workbench.replay.rows.kept_uuid_set`; records without a uuid are not tracked).
     """
     records, _ = strip_recorded_compactions(session.conversation())
     calls = api_calls(records)
     step = int(_get(event, "step", len(calls)))
     point = calls[step].first if 0 <= step < len(calls) else len(records)
     history = records[:point]
-    dropped_ids = _uuids(_get(event, "dropped_uuids"))
-    kept_ids = _uuids(_get(event, "kept_uuids")) - dropped_ids
+    dropped_ids = uuid_set(_get(event, "dropped_uuids"))
+    columns = {name: _get(event, name) for name in ("kept_uuids", "not_kept_uuids")}
+    kept_ids = kept_uuid_set(columns, history) - dropped_ids
     dropped = [r for r in history if r.uuid is not None and r.uuid in dropped_ids]
     kept = [r for r in history if r.uuid is not None and r.uuid in kept_ids]
     return dropped, kept, history

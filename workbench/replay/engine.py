@@ -46,6 +46,7 @@ import copy
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..api.normalize import MessageMemo
@@ -122,6 +123,11 @@ class _Prepared:
         # A recorded request above the default window proves the 1M window was in use (docs §4.1).
         prompts = [prompt_tokens(u) for c in self.calls if (u := c.usage(self.records)) is not None]
         self.window = 1_000_000 if prompts and max(prompts) > 200_000 else None
+
+    @cached_property
+    def uuids(self) -> list[str | None]:
+        """Each record's uuid (an event names what it kept against the records before its call)."""
+        return [r.uuid for r in self.records]
 
     def view(
         self, items: Sequence[Record], tokens: int, step: int, record: Record, usage: int | None = None, index: int = -1
@@ -283,6 +289,7 @@ class _Cursor:
                     tokens,
                     check,
                     kept,
+                    p.uuids[: call.first],
                 )
             )
         self.result.steps.append(

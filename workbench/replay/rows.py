@@ -1,8 +1,23 @@
-"""The rows the engine emits for compaction events (one per compaction, and one per recorded one)."""
+"""The rows the engine emits for compaction events (one per compaction, and one per recorded one).
+
+An event names the records of the old context that the compaction kept unchanged in one of two ways,
+whichever lists fewer uuids (`kept_columns`; `kept_uuid_set` reads either back):
+
+* ``kept_uuids``: the kept records (``not_kept_uuids`` is null): what a summarising compaction keeps, a
+  recent window;
+* ``not_kept_uuids``: the uuids of the session's records before the event's call that were *not* kept
+  (``kept_uuids`` is null): an in-place compaction (masking, clearing tool results) keeps nearly every
+  record and changes a few. Listing the kept ones made a strategy that compacts before every call write
+  entries growing with the square of the session's length (a synthetic 1,000-call session: 947 events,
+  2.35 million entries); its complement grows with what the compactions changed.
+
+Both read back to the same set for every record of the history (`kept_uuid_set`; the history is a subset
+of the records the engine replayed, recorded compactions stripped or not).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..strategies.base import Compaction, Strategy
@@ -10,7 +25,7 @@ from ..transcript.model import Record, Session
 from .sizes import UncompactedSize
 from .validation import RequestCheck
 
-__all__ = ["event_row", "recorded_events"]
+__all__ = ["event_row", "kept_columns", "kept_uuid_set", "recorded_events", "uuid_set"]
 
 
 def _added_text(compaction: Compaction) -> str | None:
@@ -28,6 +43,45 @@ def _added_text(compaction: Compaction) -> str | None:
     return "\n".join(parts) or None
 
 
+def kept_columns(kept: Sequence[Record], history: Sequence[str | None]) -> dict[str, list[str | None] | None]:
+    """``kept_uuids`` and ``not_kept_uuids`` of an event that kept ``kept`` of the old context, ``history``
+    being the uuids of the records before its call (see the module docstring: one of the two is null)."""
+    listed = [r.uuid for r in kept]
+    if listed:
+        keep = set(listed)
+        not_kept: list[str | None] = [u for u in dict.fromkeys(history) if u is not None and u not in keep]
+        if len(not_kept) < len(listed):
+            return {"kept_uuids": None, "not_kept_uuids": not_kept}
+    return {"kept_uuids": listed, "not_kept_uuids": None}
+
+
+def _missing(value: Any) -> bool:
+    return value is None or isinstance(value, float)  # null, or NaN in a pandas frame
+
+
+def uuid_set(value: Any) -> set[str]:
+    """The strings of a uuid list column's value (a list, an array, one string, None or NaN)."""
+    if _missing(value):
+        return set()
+    if isinstance(value, str):
+        return {value} if value else set()
+    return {u for u in value if isinstance(u, str)}
+
+
+def kept_uuid_set(event: Mapping[str, Any], history: Sequence[Record]) -> set[str]:
+    """The uuids of ``history`` (records before the event's call) that ``event`` kept, from whichever of
+    ``kept_uuids`` and ``not_kept_uuids`` it lists (a row from a frame or store: lists may be arrays, a
+    missing value None or NaN; an event with neither kept nothing)."""
+    listed = event.get("kept_uuids")
+    if _missing(listed):
+        not_kept = event.get("not_kept_uuids")
+        if _missing(not_kept):
+            return set()
+        excluded = uuid_set(not_kept)
+        return {r.uuid for r in history if r.uuid is not None and r.uuid not in excluded}
+    return uuid_set(listed) & {r.uuid for r in history if r.uuid is not None}
+
+
 def event_row(
     session: Session,
     strategy: Strategy,
@@ -38,8 +92,10 @@ def event_row(
     after: int,
     check: RequestCheck | None,
     kept: Sequence[Record],
+    history: Sequence[str | None],
 ) -> dict[str, Any]:
-    """One events row; ``kept`` are the records of the old context that survived unchanged."""
+    """One events row; ``kept`` are the records of the old context that survived unchanged, ``history``
+    the uuids of the session's records before the call (`kept_columns`)."""
     return {
         "session_id": session.id,
         "file": session.source,
@@ -52,7 +108,7 @@ def event_row(
         "tokens_after": after,
         "keep_start": compaction.start,
         "naive_start": compaction.naive_start,
-        "kept_uuids": [r.uuid for r in kept],
+        **kept_columns(kept, history),
         "dropped_uuids": list(compaction.dropped),
         "summary": compaction.summary,
         "added_text": _added_text(compaction),
@@ -90,6 +146,7 @@ def recorded_events(
                 "keep_start": None,
                 "naive_start": None,
                 "kept_uuids": [],
+                "not_kept_uuids": None,
                 "dropped_uuids": [],
                 "summary": next((r.text for r in records[index:] if r.is_compact_summary), None),
                 "added_text": None,
