@@ -52,7 +52,7 @@ from typing import Any
 from ..api.normalize import MessageMemo
 from ..api.validate import original_thinking_blocks
 from ..memory.fork import NO_EXTRACTION, ExtractionCall
-from ..strategies.base import ContextView, RecordedCompaction, Strategy
+from ..strategies.base import Compaction, ContextView, RecordedCompaction, Strategy
 from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
@@ -245,10 +245,7 @@ class _Cursor:
         check_now = self.last_check is None or bool(self.last_check.violations) or compaction is not None
         if compaction is not None:
             before_tokens = tokens
-            survivors = {id(r) for r in compaction.records}
-            old = {id(r) for r in self.context}
-            dropped = [r for r in self.context if id(r) not in survivors]
-            new = [r for r in compaction.records if id(r) not in old]
+            dropped, new, kept = _changes(self.context, compaction)
             synced = p.size.offset_at.get(p.recorded[index].position) if compaction.details.get("recorded") else None
             if synced is not None:
                 # Claude Code's own compaction reproduced: the context is the recorded one again, so its size
@@ -261,7 +258,6 @@ class _Cursor:
                 self.removed += round(p.scale * sum(p.measure.count_many(dropped)))
                 self.added += round(p.scale * sum(p.measure.count_many(new)))
             tokens = none_tokens - self.removed + self.added
-            kept = [r for r in compaction.records if id(r) in old]
             self.context = list(compaction.records)
             self.diverged = synced is None  # a reproduced compaction puts the replay back on the recording
         self.sent_before = list(self.context)
@@ -320,6 +316,27 @@ class _Cursor:
                 recorded_events(self.p.session, self.strategy, self.p.records, self.p.calls, self.p.size)
             )
         return self.result
+
+
+def _changes(context: list[Record], compaction: Compaction) -> tuple[list[Record], list[Record], list[Record]]:
+    """The records of ``context`` a compaction dropped, the records it added, and those of the old context it
+    kept (compared by identity, in order); read at its ``changed_at`` positions when it names them (an
+    in-place rewrite of a few records of a long context: comparing the whole context at every call made a
+    masking replay's cost grow with the square of the session's length)."""
+    records = compaction.records
+    at = compaction.changed_at
+    if at is not None and len(records) == len(context):
+        kept: list[Record] = []
+        start = 0
+        for position in at:
+            kept += records[start:position]
+            start = position + 1
+        kept += records[start:]
+        return [context[i] for i in at], [records[i] for i in at], kept
+    survivors = {id(r) for r in records}
+    old = {id(r) for r in context}
+    dropped = [r for r in context if id(r) not in survivors]
+    return dropped, [r for r in records if id(r) not in old], [r for r in records if id(r) in old]
 
 
 def _relabeled(result: ReplayResult, strategy: Strategy) -> ReplayResult:

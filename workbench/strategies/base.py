@@ -102,7 +102,10 @@ class Compaction:
     ``start``/``naive_start`` are indices into the context the strategy was given: records
     ``[start, len)`` were kept verbatim (``naive_start`` is where the strategy's window alone would
     have cut, before any API-invariant adjustment). ``added`` are the records the compaction created
-    (boundary, summary, …) and ``records`` the full new context.
+    (boundary, summary, …) and ``records`` the full new context. ``changed_at``, when not None, says the
+    compaction replaced only the records at those positions (ascending; ``records`` has the given context's
+    length and the same record objects everywhere else: `workbench.strategies.rewrite.in_place`), so the
+    engine reads what changed there instead of comparing the whole context.
     """
 
     kind: str
@@ -115,6 +118,7 @@ class Compaction:
     summary: str | None = None
     fallbacks: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    changed_at: tuple[int, ...] | None = None
 
 
 class Strategy:

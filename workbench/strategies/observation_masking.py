@@ -14,11 +14,21 @@ It is checked before every API call; an event is reported whenever at least one 
 
 ``polling`` [S, my reading of SWE-agent]: the number of masked turns moves in steps of ``polling``:
 ``max(0, floor(T / polling) × polling − M)`` of the T turns with tool output are masked.
+
+Incremental (`MaskState`): the decision is `masked_turn_ids` over the whole context at every call, but the
+state indexes the context it last returned or saw, so a call whose context extends it reads only the
+records added since, and rewrites only the records holding the newly masked results (`rewrite_at`, reported
+as ``changed_at``). Anything else (another context, a streamed record extending a call already counted)
+rebuilds the index from the whole context: the same decisions, checked against the whole walk on every real
+session (``tests/strategies/test_masking_incremental.py``). Before, a masking replay of a 1,000-call session
+walked the whole context three times at every call.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pydantic import Field
 
@@ -26,9 +36,9 @@ from ..transcript.model import Block, Record
 from ..transcript.steps import is_real_assistant
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import register
-from .rewrite import in_place, rewrite_tool_results
+from .rewrite import in_place, rewrite_at
 
-__all__ = ["ObservationMasking", "ObservationMaskingConfig", "line_count"]
+__all__ = ["MaskState", "ObservationMasking", "ObservationMaskingConfig", "line_count", "masked_turn_ids"]
 
 
 def line_count(text: str) -> int:
@@ -57,6 +67,74 @@ def masked_turn_ids(records: Sequence[Record], config: ObservationMaskingConfig)
     return {i for ids in turns[:masked] for i in ids}
 
 
+@dataclass
+class MaskState:
+    """`ObservationMasking`'s state: the tool_use ids masked so far, and an index of ``context`` (the context
+    it last returned or saw; records are shared, never copied).
+
+    ``calls``: each API call's tool_use ids by its key (`masked_turn_ids`'s grouping, in order), ``order``
+    where each key stands in that order; ``turns``: how many calls have ids; ``cursor``/``passed``: how many
+    keys, and how many calls with ids among them, the masked prefix has taken (their ids are in ``masked``);
+    ``results``: the positions of the user records holding each tool_use id's tool_result.
+    """
+
+    masked: set[str] = field(default_factory=set)
+    context: list[Record] = field(default_factory=list)
+    calls: dict[str | int, list[str]] = field(default_factory=dict)
+    order: dict[str | int, int] = field(default_factory=dict)
+    keys: list[str | int] = field(default_factory=list)
+    turns: int = 0
+    cursor: int = 0
+    passed: int = 0
+    results: dict[str, list[int]] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        self.context, self.calls, self.order, self.keys, self.results = [], {}, {}, [], {}
+        self.turns = self.cursor = self.passed = 0
+
+    def read(self, records: Sequence[Record]) -> bool:
+        """Index ``records``' records past ``context`` (True), or refuse (False: the caller rebuilds) when a
+        record adds tool_uses to a call the masked prefix has already taken."""
+        for index in range(len(self.context), len(records)):
+            record = records[index]
+            if is_real_assistant(record):
+                key = record.message_id if record.message_id is not None else index
+                ids = record.tool_use_ids()
+                known = self.calls.get(key)
+                if known is None:
+                    self.order[key] = len(self.keys)
+                    self.keys.append(key)
+                    self.calls[key] = ids
+                    self.turns += bool(ids)
+                elif ids:
+                    if self.order[key] < self.cursor:
+                        return False
+                    self.turns += not known
+                    known.extend(ids)
+            elif record.kind == "user" and record.tool_results():
+                for tool_use_id in {b.tool_use_id for b in record.tool_results()}:
+                    if tool_use_id is not None:
+                        self.results.setdefault(tool_use_id, []).append(index)
+        return True
+
+    def newly_masked(self, records: Sequence[Record], config: ObservationMaskingConfig) -> set[str]:
+        """``masked_turn_ids(records, config) - masked``, reading only what changed since the last call."""
+        extends = len(records) >= len(self.context) and all(map(operator.is_, records, self.context))
+        if not (extends and self.read(records)):
+            self.reset()
+            self.read(records)  # from nothing, no call has been taken: it cannot refuse
+        self.context = list(records)
+        target = max(0, (self.turns // config.polling) * config.polling - config.keep_last_turns)
+        ids: set[str] = set()
+        while self.passed < target:
+            turn = self.calls[self.keys[self.cursor]]
+            self.cursor += 1
+            if turn:
+                ids.update(turn)
+                self.passed += 1
+        return ids - self.masked
+
+
 @register
 class ObservationMasking(Strategy):
     """Complexity Trap / SWE-agent observation masking, M=10 turns (peers.md §2.1, §1.10)."""
@@ -65,20 +143,22 @@ class ObservationMasking(Strategy):
     description = "Keep tool outputs of the last 10 turns (one turn = one API call + its results); mask older ones."
     Config = ObservationMaskingConfig
 
-    def new_state(self) -> set[str]:
-        return set()
+    def new_state(self) -> MaskState:
+        return MaskState()
 
-    def compact(self, view: ContextView, state: set[str]) -> Compaction | None:
-        records = list(view.records)
-        ids = masked_turn_ids(records, self.config) - state
+    def compact(self, view: ContextView, state: MaskState) -> Compaction | None:
+        records = view.records
+        ids = state.newly_masked(records, self.config)
         if not ids:
             return None
 
         def mask(block: Block) -> str:
             return self.config.placeholder.format(lines=line_count(block.result_text()))
 
-        new, changed = rewrite_tool_results(records, mask, ids)
-        state.update(ids)
+        positions = sorted({p for i in ids for p in state.results.get(i, ())})
+        new, changed, at = rewrite_at(records, positions, mask, ids)
+        state.masked.update(ids)
         if not changed:
             return None
-        return in_place(self.name, "turns", records, new, {"masked": changed})
+        state.context = new
+        return in_place(self.name, "turns", records, new, {"masked": changed}, changed_at=at)
