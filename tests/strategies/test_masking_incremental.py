@@ -1,10 +1,12 @@
-"""``observation-masking``'s incremental state (`MaskState`) decides what the whole walk decides.
+"""The incremental states of ``observation-masking`` (`MaskState`) and ``clear-tool-uses`` (`ClearState`)
+decide what the whole walk decides.
 
-The reference is the strategy as it was before the index: `masked_turn_ids` over the whole context at every
-call, `rewrite_tool_results` over every record, `in_place` comparing the whole context (no ``changed_at``,
+The references are the strategies as they were before the index (stop 32's code): `masked_turn_ids` over the
+whole context at every call and `rewrite_tool_results` over every record; clear-tool-uses' walk of every
+record for uses, answers, sizes and the rewrite; `in_place` comparing the whole context (no ``changed_at``,
 so the engine compares too). Replays must give equal step and event rows: on every real session of every
-format, with the default and with a polling window, and on contexts that do not extend the last one or
-that stream tool_uses into a call already masked (the index is rebuilt).
+format, with the defaults and with other configs, and on contexts that do not extend the last one, are cut
+at the head or stream tool_uses into a call already masked (the index is rebuilt).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import pytest
 from helpers import view_of  # also puts tests/replay on sys.path
 from synthetic import make_session
 
+from workbench.api.normalize import is_sent
 from workbench.replay import replay_session
 from workbench.strategies import create
-from workbench.strategies.base import Compaction, ContextView
+from workbench.strategies.base import Compaction, ContextView, Strategy
+from workbench.strategies.context_editing import ClearState, ClearToolUses
 from workbench.strategies.observation_masking import (
     MaskState,
     ObservationMasking,
@@ -27,6 +31,7 @@ from workbench.strategies.observation_masking import (
     masked_turn_ids,
 )
 from workbench.strategies.rewrite import in_place, rewrite_tool_results
+from workbench.tokens.js import rough_tokens
 from workbench.transcript import Block, Record, load_paths
 
 
@@ -52,7 +57,71 @@ class WholeWalk(ObservationMasking):
         return in_place(self.name, "turns", records, new, {"masked": changed})
 
 
+class WholeClear(ClearToolUses):
+    """clear-tool-uses before the index (stop 32's code)."""
+
+    def compact(self, view: ContextView, state: ClearState) -> Compaction | None:
+        config = self.config
+        records = list(view.records)
+        uses = [(b.id, b.name) for r in records if r.kind == "assistant" and is_sent(r) for b in r.tool_uses() if b.id]
+        if config.trigger.type == "input_tokens":
+            if view.tokens + state.cleared_tokens < config.trigger.value:
+                return None
+        elif len(uses) < config.trigger.value:
+            return None
+        answered = {i for r in records if r.kind == "user" for i in r.tool_result_ids()}
+        old = uses[: max(0, len(uses) - config.keep.value)]
+        ids = {i for i, name in old if name not in config.exclude_tools and i in answered} - state.cleared
+        if not ids:
+            return None
+        sizes = {
+            b.tool_use_id: rough_tokens(b.result_text())
+            for r in records
+            for b in r.tool_results()
+            if b.tool_use_id in ids
+        }
+        freed = sum(sizes.values()) - rough_tokens(config.placeholder) * len(ids)
+        if config.clear_at_least is not None and state.cleared_tokens + freed < config.clear_at_least.value:
+            return None
+        new: list[Record] = []
+        for record in records:
+            blocks = list(record.blocks)
+            if record.kind == "user":
+                blocks = [
+                    Block(b.kind, {**b.raw, "content": config.placeholder})
+                    if b.kind == "tool_result" and b.tool_use_id in ids
+                    else b
+                    for b in blocks
+                ]
+            elif record.kind == "assistant" and config.clear_tool_inputs:
+                blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
+            new.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
+        state.cleared |= ids
+        state.cleared_tokens += freed
+        return in_place(
+            self.name, config.trigger.type, records, new, {"cleared_tool_uses": len(ids), "cleared_input_tokens": freed}
+        )
+
+
 CONFIGS = [{}, {"keep_last_turns": 2, "polling": 3}]
+CLEAR = {
+    "trigger": {"type": "tool_uses", "value": 4},
+    "keep": {"value": 2},
+    "exclude_tools": ["Read"],
+    "clear_tool_inputs": True,
+    "clear_at_least": {"type": "input_tokens", "value": 300},
+}
+#: (incremental, whole walk, config): each strategy with its defaults and with a config that exercises the rest
+PAIRS = [
+    *(("observation-masking", WholeWalk, config) for config in CONFIGS),
+    ("clear-tool-uses", WholeClear, {}),
+    ("clear-tool-uses", WholeClear, CLEAR),
+    ("clear-tool-uses", WholeClear, {"trigger": {"type": "input_tokens", "value": 800}, "keep": {"value": 1}}),
+]
+
+
+def _pair(name: str, whole: type[Strategy], config: dict) -> tuple[Strategy, Strategy]:
+    return create(name, config), whole(whole.Config(**config))
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +132,20 @@ def every_session(corpus: Path) -> list:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("config", CONFIGS)
-def test_real_replays_equal_the_whole_walk(every_session: list, config: dict) -> None:
+@pytest.mark.parametrize(("name", "whole", "config"), PAIRS)
+def test_real_replays_equal_the_whole_walk(every_session: list, name: str, whole: type, config: dict) -> None:
     events = 0
     for session in every_session:
-        incremental = replay_session(session, create("observation-masking", config))
-        whole = replay_session(session, WholeWalk(WholeWalk.Config(**config)))
-        assert incremental.steps == whole.steps, session.id
-        assert incremental.events == whole.events, session.id
-        events += len(whole.events)
-    assert events > 500
+        incremental, reference = _pair(name, whole, config)
+        ours = replay_session(session, incremental)
+        theirs = replay_session(session, reference)
+        assert ours.steps == theirs.steps, session.id
+        assert ours.events == theirs.events, session.id
+        events += len(theirs.events)
+    assert events > 100
 
 
-def _decisions(strategy: ObservationMasking, contexts: list[list[Record]]) -> list[tuple | None]:
+def _decisions(strategy: Strategy, contexts: list[list[Record]]) -> list[tuple | None]:
     state = strategy.new_state()
     out: list[tuple | None] = []
     for context in contexts:
@@ -84,7 +154,7 @@ def _decisions(strategy: ObservationMasking, contexts: list[list[Record]]) -> li
     return out
 
 
-def _grown(records: list[Record], strategy: ObservationMasking, rng: random.Random) -> list[list[Record]]:
+def _grown(records: list[Record], strategy: Strategy, rng: random.Random) -> list[list[Record]]:
     """Contexts as an engine builds them (each the last result plus new records), sometimes replaced by
     another context (the unmasked history, one with a record swapped, one cut at the head): the index must
     notice."""
@@ -109,15 +179,21 @@ def _grown(records: list[Record], strategy: ObservationMasking, rng: random.Rand
     return contexts
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_grown_and_replaced_contexts_decide_as_the_whole_walk(seed: int) -> None:
-    rng = random.Random(seed)
-    records = list(make_session(turns=rng.randint(2, 6), tools=rng.randint(1, 4), result_chars=50).records)
-    config = rng.choice(CONFIGS)
-    contexts = _grown(records, WholeWalk(WholeWalk.Config(**config)), random.Random(seed))
-    assert _decisions(create("observation-masking", config), contexts) == _decisions(
-        WholeWalk(WholeWalk.Config(**config)), contexts
-    )
+@pytest.mark.parametrize("pair", range(len(PAIRS)))
+def test_grown_and_replaced_contexts_decide_as_the_whole_walk(pair: int) -> None:
+    name, whole, config = PAIRS[pair]
+    if name == "clear-tool-uses" and not config:
+        config = {"trigger": {"type": "input_tokens", "value": 600}}  # the synthetic sessions are small
+    decisions = 0
+    for seed in range(12):
+        rng = random.Random(seed)
+        records = list(make_session(turns=rng.randint(4, 8), tools=rng.randint(3, 5), result_chars=400).records)
+        contexts = _grown(records, _pair(name, whole, config)[1], random.Random(seed))
+        ours, theirs = _pair(name, whole, config)
+        decided = _decisions(theirs, contexts)
+        assert _decisions(ours, contexts) == decided, seed
+        decisions += sum(d is not None for d in decided)
+    assert decisions > 12
 
 
 def test_a_tool_use_streamed_into_a_masked_call_rebuilds_the_index() -> None:

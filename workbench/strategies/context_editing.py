@@ -25,7 +25,9 @@ compaction block rendered as a boundary + a user-role summary (the Messages vali
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -68,8 +70,44 @@ class ClearToolUsesConfig(StrategyConfig):
 
 @dataclass
 class ClearState:
+    """``cleared``: the tool_use ids cleared so far, ``cleared_tokens`` what that freed. The rest indexes
+    ``context``, the context `ClearToolUses` last returned or saw (records shared, never copied), so a call
+    whose context extends it reads only the records added since: ``uses`` the sent tool_uses in order,
+    ``answered`` the ids with a tool_result, ``results``/``inputs`` the positions of the records holding each
+    id's tool_result / tool_use, ``waiting`` the ids of the uses past the newest ``keep`` (``taken`` of
+    ``uses``) not excluded and not cleared yet. Another context rebuilds it; decisions are the whole walk's
+    (``tests/strategies/test_masking_incremental.py``)."""
+
     cleared: set[str]
     cleared_tokens: int = 0
+    context: list[Record] = field(default_factory=list)
+    uses: list[tuple[str, str | None]] = field(default_factory=list)
+    answered: set[str] = field(default_factory=set)
+    results: dict[str, list[int]] = field(default_factory=dict)
+    inputs: dict[str, list[int]] = field(default_factory=dict)
+    waiting: list[str] = field(default_factory=list)
+    taken: int = 0
+
+    def follow(self, records: Sequence[Record]) -> None:
+        """Bring the index to ``records`` (read what was added, or everything when they do not extend it)."""
+        start = len(self.context)
+        if not (len(records) >= start and all(map(operator.is_, records, self.context))):
+            self.context, self.uses, self.answered, self.results, self.inputs = [], [], set(), {}, {}
+            self.waiting, self.taken, start = [], 0, 0
+        for index in range(start, len(records)):
+            record = records[index]
+            for block in record.tool_results():
+                if block.tool_use_id is not None:
+                    self.results.setdefault(block.tool_use_id, []).append(index)
+            if record.kind == "user":
+                self.answered.update(record.tool_result_ids())
+            elif record.kind == "assistant":
+                for block in record.tool_uses():
+                    if block.id:
+                        self.inputs.setdefault(block.id, []).append(index)
+                if is_sent(record):
+                    self.uses += [(b.id, b.name) for b in record.tool_uses() if b.id]
+        self.context = list(records)
 
 
 @register
@@ -88,29 +126,37 @@ class ClearToolUses(Strategy):
 
     def compact(self, view: ContextView, state: ClearState) -> Compaction | None:
         config = self.config
-        records = list(view.records)
-        uses = [(b.id, b.name) for r in records if r.kind == "assistant" and is_sent(r) for b in r.tool_uses() if b.id]
+        records = view.records
+        state.follow(records)
+        uses = state.uses
         if config.trigger.type == "input_tokens":
             if view.tokens + state.cleared_tokens < config.trigger.value:
                 return None
         elif len(uses) < config.trigger.value:
             return None
-        answered = {i for r in records if r.kind == "user" for i in r.tool_result_ids()}
-        old = uses[: max(0, len(uses) - config.keep.value)]
-        ids = {i for i, name in old if name not in config.exclude_tools and i in answered} - state.cleared
+        # the uses but the newest ``keep``: those not excluded wait until they are answered and cleared
+        old = max(0, len(uses) - config.keep.value)
+        state.waiting += [i for i, name in uses[state.taken : old] if name not in config.exclude_tools]
+        state.taken = max(state.taken, old)
+        ids = {i for i in state.waiting if i in state.answered} - state.cleared
         if not ids:
             return None
+        at = sorted({p for i in ids for p in state.results.get(i, ())})
         sizes = {
             b.tool_use_id: rough_tokens(b.result_text())
-            for r in records
-            for b in r.tool_results()
+            for p in at
+            for b in records[p].tool_results()
             if b.tool_use_id in ids
         }
         freed = sum(sizes.values()) - rough_tokens(config.placeholder) * len(ids)
         if config.clear_at_least is not None and state.cleared_tokens + freed < config.clear_at_least.value:
             return None
-        new: list[Record] = []
-        for record in records:
+        if config.clear_tool_inputs:
+            at = sorted({*at, *(p for i in ids for p in state.inputs.get(i, ()))})
+        new = list(records)
+        changed = []
+        for position in at:
+            record = records[position]
             blocks = list(record.blocks)
             if record.kind == "user":
                 blocks = [
@@ -121,11 +167,20 @@ class ClearToolUses(Strategy):
                 ]
             elif record.kind == "assistant" and config.clear_tool_inputs:
                 blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
-            new.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
+            if blocks != list(record.blocks):
+                new[position] = record.with_blocks(blocks)
+                changed.append(position)
         state.cleared |= ids
         state.cleared_tokens += freed
+        state.waiting = [i for i in state.waiting if i not in state.cleared]
+        state.context = new
         return in_place(
-            self.name, config.trigger.type, records, new, {"cleared_tool_uses": len(ids), "cleared_input_tokens": freed}
+            self.name,
+            config.trigger.type,
+            records,
+            new,
+            {"cleared_tool_uses": len(ids), "cleared_input_tokens": freed},
+            changed_at=tuple(changed),
         )
 
 
