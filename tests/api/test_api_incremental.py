@@ -177,3 +177,29 @@ def test_growing_and_masked_real_sessions_check_as_a_whole(claude_sessions: list
             checks += 1
             violations += len(expected[0])
     assert checks > 500 and violations > 0
+
+
+def _start(context: Sequence[Record]) -> int:
+    return next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["append", "boundary", "replace", "cut", "drop head"]), st.integers(0, 30))))
+def test_request_start_is_after_the_last_boundary_of_every_context(edits: list[tuple[str, int]]) -> None:
+    """Contexts that grow, get a boundary, have a record replaced (a boundary by a plain record too), are cut
+    back or lose their head, each checked once: `request_start` finds the boundary a whole search finds."""
+    check, context = IncrementalCheck(), []
+    for edit, at in edits:
+        if edit == "append":
+            context = [*context, user("more"), user("again")]
+        elif edit == "boundary":
+            context = [*context, system("compact_boundary", "Conversation compacted")]
+        elif context and edit == "replace":
+            plain = context[at % len(context)].is_compact_boundary
+            new = user("instead") if plain else system("compact_boundary", "Conversation compacted")
+            context = [*context[: at % len(context)], new, *context[at % len(context) + 1 :]]
+        elif edit == "cut":
+            context = context[: at % (len(context) + 1)]
+        elif edit == "drop head":
+            context = context[at % (len(context) + 1) :]
+        assert check.request_start(context) == _start(context)

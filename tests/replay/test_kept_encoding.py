@@ -45,7 +45,8 @@ def test_either_column_reads_back_to_the_kept_records(
     listed, not_kept = columns["kept_uuids"], columns["not_kept_uuids"]
     assert (listed is None) != (not_kept is None)
     if not_kept is not None:
-        assert len(not_kept) < len(kept)  # listed only when shorter
+        assert len(not_kept) < len(kept)  # listed only when shorter, in the history's order
+        assert not_kept == [u for u in dict.fromkeys(history) if u is not None and u not in set(kept)]
     else:
         assert listed == kept
     reader = _records([u for i, u in enumerate(history[:cut]) if i not in stripped])

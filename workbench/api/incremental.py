@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from itertools import compress, count
+from operator import is_not
 from typing import Any
 
 from ..transcript.model import Record
@@ -103,6 +105,25 @@ class IncrementalCheck:
         self._role_before: list[str | None] = [None]
         self._seen_uses: dict[str, int] = {}
         self._seen_results: dict[str, int] = {}
+        # `request_start`: the whole context last time (held) and where its request started
+        self._context: list[Record] = []
+        self._start = 0
+
+    def request_start(self, context: Sequence[Record]) -> int:
+        """Where the request of ``context`` starts: after its last compact boundary, 0 without one (as
+        `workbench.replay.validation.check_request` cuts it). Looked for only from the first record that is
+        not last time's (by identity, compared in C): the boundary last time's context had stands while it is
+        before that record; found again over the whole context only when the change reaches it."""
+        previous = self._context
+        changed = next(compress(count(), map(is_not, context, previous)), min(len(context), len(previous)))
+        start = next((i + 1 for i in range(len(context) - 1, changed - 1, -1) if context[i].is_compact_boundary), None)
+        if start is None:
+            if self._start <= changed:  # last time's boundary (or none) is in the part that stayed
+                start = self._start
+            else:
+                start = next((i + 1 for i in range(changed - 1, -1, -1) if context[i].is_compact_boundary), 0)
+        self._context, self._start = list(context), start
+        return start
 
     def check(
         self,

@@ -18,6 +18,7 @@ of the records the engine replayed, recorded compactions stripped or not).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from ..strategies.base import Compaction, Strategy
@@ -26,6 +27,8 @@ from .sizes import UncompactedSize
 from .validation import RequestCheck
 
 __all__ = ["event_row", "kept_columns", "kept_uuid_set", "recorded_events", "uuid_set"]
+
+_UUID = attrgetter("uuid")
 
 
 def _added_text(compaction: Compaction) -> str | None:
@@ -46,12 +49,13 @@ def _added_text(compaction: Compaction) -> str | None:
 def kept_columns(kept: Sequence[Record], history: Sequence[str | None]) -> dict[str, list[str | None] | None]:
     """``kept_uuids`` and ``not_kept_uuids`` of an event that kept ``kept`` of the old context, ``history``
     being the uuids of the records before its call (see the module docstring: one of the two is null)."""
-    listed = [r.uuid for r in kept]
+    listed = list(map(_UUID, kept))
     if listed:
-        keep = set(listed)
-        not_kept: list[str | None] = [u for u in dict.fromkeys(history) if u is not None and u not in keep]
-        if len(not_kept) < len(listed):
-            return {"kept_uuids": None, "not_kept_uuids": not_kept}
+        missing = set(history).difference(listed)
+        missing.discard(None)
+        if len(missing) < len(listed):  # in the history's order, each uuid at its first position (in C: every call)
+            first = dict(zip(reversed(history), range(len(history) - 1, -1, -1), strict=True))
+            return {"kept_uuids": None, "not_kept_uuids": sorted(missing, key=first.__getitem__)}
     return {"kept_uuids": listed, "not_kept_uuids": None}
 
 

@@ -41,12 +41,13 @@ def check_request(
     ``incremental``: the check of the caller's previous context, to redo only what changed since (the same
     result, `workbench.api.incremental`).
     """
-    start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
     if incremental is not None:
+        start = incremental.request_start(context)
         found, repaired = incremental.check(
             context[start:], thinking=thinking, original_thinking=original_thinking, memo=memo
         )
         return RequestCheck(found, repaired)
+    start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
     request = normalize(context[start:], memo=memo)
     violations = tuple(validate(request, thinking=thinking, original_thinking=original_thinking))
     _, repairs = repair(request)
