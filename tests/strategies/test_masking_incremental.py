@@ -1,12 +1,13 @@
-"""The incremental states of ``observation-masking`` (`MaskState`) and ``clear-tool-uses`` (`ClearState`)
-decide what the whole walk decides.
+"""The incremental states of ``observation-masking`` (`MaskState`), ``clear-tool-uses`` (`ClearState`) and
+``openhands-observation-masking`` (`EventState`) decide what the whole walk decides.
 
 The references are the strategies as they were before the index (stop 32's code): `masked_turn_ids` over the
 whole context at every call and `rewrite_tool_results` over every record; clear-tool-uses' walk of every
-record for uses, answers, sizes and the rewrite; `in_place` comparing the whole context (no ``changed_at``,
-so the engine compares too). Replays must give equal step and event rows: on every real session of every
-format, with the defaults and with other configs, and on contexts that do not extend the last one, are cut
-at the head or stream tool_uses into a call already masked (the index is rebuilt).
+record for uses, answers, sizes and the rewrite; OpenHands' masking listing and sorting every event;
+`in_place` comparing the whole context (no ``changed_at``, so the engine compares too). Replays must give
+equal step and event rows: on every real session of every format, with the defaults and with other configs,
+and on contexts that do not extend the last one, are cut at the head or stream tool_uses into a call
+already masked (the index is rebuilt).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from workbench.strategies.observation_masking import (
     line_count,
     masked_turn_ids,
 )
+from workbench.strategies.openhands import events
+from workbench.strategies.openhands_masking import OpenHandsObservationMasking
 from workbench.strategies.rewrite import in_place, rewrite_tool_results
 from workbench.tokens.js import rough_tokens
 from workbench.transcript import Block, Record, load_paths
@@ -103,6 +106,30 @@ class WholeClear(ClearToolUses):
         )
 
 
+class WholeEvents(OpenHandsObservationMasking):
+    """openhands-observation-masking before the index (stop 32's code)."""
+
+    def new_state(self) -> None:  # type: ignore[override]
+        return None
+
+    def compact(self, view: ContextView, state: None) -> Compaction | None:  # type: ignore[override]
+        records = list(view.records)
+        evs = events(records)
+        cutoff = len(evs) - self.config.attention_window
+        if cutoff <= 0:
+            return None
+        old = {i for i, kind in evs[:cutoff] if kind == "observation"}
+        ids = {b.tool_use_id for i in old for b in records[i].tool_results() if b.tool_use_id}
+
+        def mask(block: Block) -> str | None:
+            return None if block.content == self.config.placeholder else self.config.placeholder
+
+        new, changed = rewrite_tool_results(records, mask, ids)
+        if not changed:
+            return None
+        return in_place(self.name, "events", records, new, {"masked": changed})
+
+
 CONFIGS = [{}, {"keep_last_turns": 2, "polling": 3}]
 CLEAR = {
     "trigger": {"type": "tool_uses", "value": 4},
@@ -117,6 +144,8 @@ PAIRS = [
     ("clear-tool-uses", WholeClear, {}),
     ("clear-tool-uses", WholeClear, CLEAR),
     ("clear-tool-uses", WholeClear, {"trigger": {"type": "input_tokens", "value": 800}, "keep": {"value": 1}}),
+    ("openhands-observation-masking", WholeEvents, {}),
+    ("openhands-observation-masking", WholeEvents, {"attention_window": 7}),
 ]
 
 
@@ -182,8 +211,12 @@ def _grown(records: list[Record], strategy: Strategy, rng: random.Random) -> lis
 @pytest.mark.parametrize("pair", range(len(PAIRS)))
 def test_grown_and_replaced_contexts_decide_as_the_whole_walk(pair: int) -> None:
     name, whole, config = PAIRS[pair]
-    if name == "clear-tool-uses" and not config:
-        config = {"trigger": {"type": "input_tokens", "value": 600}}  # the synthetic sessions are small
+    if not config and name != "observation-masking":  # the synthetic sessions are small
+        config = (
+            {"trigger": {"type": "input_tokens", "value": 600}}
+            if name == "clear-tool-uses"
+            else {"attention_window": 20}
+        )
     decisions = 0
     for seed in range(12):
         rng = random.Random(seed)
@@ -226,3 +259,22 @@ def test_a_tool_use_streamed_into_a_masked_call_rebuilds_the_index() -> None:
     assert incremental.records == expected.records and incremental.dropped == expected.dropped
     assert "toolu_late" in state.masked
     assert incremental.records[-1].tool_results()[0].content == "Old environment output: (2 lines omitted)"
+
+
+def test_a_result_added_later_for_an_old_id_is_masked_as_the_whole_walk_masks_it() -> None:
+    records = list(make_session(turns=3, tools=3, result_chars=50).records)
+    first = next(r for r in records if r.tool_results())
+    again = replace(first, uuid="again", blocks=(Block.from_raw({**first.tool_results()[0].raw, "content": "rerun"}),))
+
+    def run(strategy: Strategy) -> list[tuple[Record, ...]]:
+        state = strategy.new_state()
+        masked = strategy.compact(view_of(records), state)
+        assert masked is not None and masked.records[records.index(first)].tool_results()[0].content == "<MASKED>"
+        later = strategy.compact(view_of([*masked.records, again]), state)  # the id is old already
+        assert later is not None
+        return [masked.records, later.records]
+
+    ours, theirs = _pair("openhands-observation-masking", WholeEvents, {"attention_window": 6})
+    decided = run(theirs)
+    assert decided[1][-1].tool_results()[0].content == "<MASKED>"
+    assert run(ours) == decided

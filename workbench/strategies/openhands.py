@@ -38,14 +38,12 @@ from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .recent_window import is_added, safe_cut, safe_head_end, splice, step_starts, user_note
 from .registry import register
-from .rewrite import in_place, rewrite_tool_results
 
 __all__ = [
     "AmortizedConfig",
     "LLMSummarizingConfig",
     "OpenHandsAmortized",
     "OpenHandsLLM",
-    "OpenHandsObservationMasking",
     "OpenHandsPipeline",
     "OpenHandsRecent",
     "PipelineConfig",
@@ -102,35 +100,6 @@ class _Condenser(Strategy):
         if not any(is_sent(r) and not is_added(r) for r in records[head_end:tail_start]):
             return None  # nothing but an earlier summary or marker would be forgotten
         return head_end, tail_start, naive
-
-
-@register
-class OpenHandsObservationMasking(Strategy):
-    """V0 ``ObservationMaskingCondenser`` (§1.1): config default attention_window **100** (ctor 5)."""
-
-    name = "openhands-observation-masking"
-    description = "OpenHands V0: every step, observations older than the last 100 events become <MASKED>."
-
-    class Config(StrategyConfig):
-        attention_window: int = Field(100, ge=1)
-        placeholder: str = Field(MASKED, min_length=1)
-
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
-        records = list(view.records)
-        evs = events(records)
-        cutoff = len(evs) - self.config.attention_window
-        if cutoff <= 0:
-            return None
-        old = {i for i, kind in evs[:cutoff] if kind == "observation"}
-        ids = {b.tool_use_id for i in old for b in records[i].tool_results() if b.tool_use_id}
-
-        def mask(block: Block) -> str | None:
-            return None if block.content == self.config.placeholder else self.config.placeholder
-
-        new, changed = rewrite_tool_results(records, mask, ids)
-        if not changed:
-            return None
-        return in_place(self.name, "events", records, new, {"masked": changed})
 
 
 class RecentConfig(StrategyConfig):

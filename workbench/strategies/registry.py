@@ -65,7 +65,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "gemini-cli": "gemini",
     "langchain-trim": "langchain",
     "langchain-summarization": "langchain",
-    "openhands-observation-masking": "openhands",
+    "openhands-observation-masking": "openhands_masking",
     "openhands-recent": "openhands",
     "openhands-amortized": "openhands",
     "openhands-llm": "openhands",
