@@ -25,8 +25,9 @@ edit sequences and the real corpus) while redoing the work only from the first c
 
 What stays linear per check is mostly cheap: identity comparisons, list slices, cutting the id maps back;
 and the rules about the request's end are taken afresh (the thinking rule walks back over the trailing
-tool loop). The replay as a whole stays quadratic for a masking strategy: it and the engine walk the
-whole context at every call (`benchmarks/bench_request_check.py` measures both).
+tool loop). Since stop 33 the masking strategies and the engine also read only what changed
+(`workbench.strategies.observation_masking`, ``Compaction.changed_at``); the id maps cut back here are what
+stays linear per check (`benchmarks/bench_request_check.py` measures the replays).
 """
 
 from __future__ import annotations
