@@ -52,11 +52,16 @@ class EventState:
     old: set[str] = field(default_factory=set)
     results: dict[str, list[int]] = field(default_factory=dict)
 
+    def reset(self) -> None:
+        self.context, self.counts, self.observations, self.uses, self.results = [], [], [], {}, {}
+        self.total = self.passed = self.before = 0
+        self.old = set()
+
     def follow(self, records: Sequence[Record]) -> list[int]:
         """Bring the counts to ``records``; the positions of the records read that answer an old id."""
         start = len(self.context)
         if not (len(records) >= start and all(map(operator.is_, records, self.context))):
-            self.__init__()  # type: ignore[misc]  # another context: count it all again
+            self.reset()  # another context: count it all again
             start = 0
         answering = []
         for index in range(start, len(records)):
