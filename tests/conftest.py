@@ -50,6 +50,14 @@ def claude_sessions(corpus: Path) -> list[Session]:
 
 
 @pytest.fixture(scope="session")
+def every_session(corpus: Path) -> list[Session]:
+    """Every session of every format of the real corpus (each folder), loaded once."""
+    sessions = [s for folder in sorted(p for p in corpus.iterdir() if p.is_dir()) for s in load_paths([folder])]
+    assert len(sessions) > 60
+    return sessions
+
+
+@pytest.fixture(scope="session")
 def main_sessions(claude_sessions: list[Session]) -> list[Session]:
     return [s for s in claude_sessions if not s.is_subagent]
 

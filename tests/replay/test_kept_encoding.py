@@ -64,7 +64,7 @@ def test_a_missing_or_empty_column_keeps_nothing_and_arrays_read_like_lists() ->
 
 
 @pytest.fixture(scope="module")
-def claude_sessions(corpus: Path) -> list:
+def claude_code_sessions(corpus: Path) -> list:
     sessions = [s for folder in ("claude-code", "claude-code-more") for s in load_paths([corpus / folder])]
     assert len(sessions) > 40
     return sessions
@@ -73,7 +73,7 @@ def claude_sessions(corpus: Path) -> list:
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", ["observation-masking", "clear-tool-uses", "claude-code", "sm-compact-naive"])
 def test_real_events_read_back_from_parquet_keep_what_the_engine_kept(
-    claude_sessions: list, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    claude_code_sessions: list, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     full: dict[tuple[str, str | None, int], list[str | None]] = {}
 
@@ -85,7 +85,7 @@ def test_real_events_read_back_from_parquet_keep_what_the_engine_kept(
     monkeypatch.setattr(engine, "event_row", recording_row)
     writer = FrameWriter(tmp_path / "out")
     by_key = {}
-    for session in claude_sessions:
+    for session in claude_code_sessions:
         by_key[(session.id, session.source)] = session
         writer.add(replay_session(session, create(name)))
     writer.close()

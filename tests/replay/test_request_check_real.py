@@ -8,25 +8,15 @@ them producing violations and repairs: the step and event rows must be equal.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from workbench.replay import engine, replay_session
 from workbench.replay.validation import check_request
 from workbench.strategies import create
-from workbench.transcript import load_paths
 
 
 def _from_scratch(context, *, thinking, original_thinking, memo, incremental):  # type: ignore[no-untyped-def]
     return check_request(context, thinking=thinking, original_thinking=original_thinking)
-
-
-@pytest.fixture(scope="module")
-def every_session(corpus: Path) -> list:
-    sessions = [s for folder in sorted(p for p in corpus.iterdir() if p.is_dir()) for s in load_paths([folder])]
-    assert len(sessions) > 60
-    return sessions
 
 
 @pytest.mark.corpus

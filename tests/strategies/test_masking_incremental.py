@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from helpers import view_of  # also puts tests/replay on sys.path
@@ -24,7 +23,7 @@ from workbench.api.normalize import is_sent
 from workbench.replay import replay_session
 from workbench.strategies import create
 from workbench.strategies.base import Compaction, ContextView, Strategy
-from workbench.strategies.context_editing import ClearState, ClearToolUses
+from workbench.strategies.context_editing import ClearState, ClearToolUses, cleared_record
 from workbench.strategies.observation_masking import (
     MaskState,
     ObservationMasking,
@@ -35,7 +34,7 @@ from workbench.strategies.openhands import events
 from workbench.strategies.openhands_masking import OpenHandsObservationMasking
 from workbench.strategies.rewrite import in_place, rewrite_tool_results
 from workbench.tokens.js import rough_tokens
-from workbench.transcript import Block, Record, load_paths
+from workbench.transcript import Block, Record
 
 
 class WholeWalk(ObservationMasking):
@@ -86,19 +85,7 @@ class WholeClear(ClearToolUses):
         freed = sum(sizes.values()) - rough_tokens(config.placeholder) * len(ids)
         if config.clear_at_least is not None and state.cleared_tokens + freed < config.clear_at_least.value:
             return None
-        new: list[Record] = []
-        for record in records:
-            blocks = list(record.blocks)
-            if record.kind == "user":
-                blocks = [
-                    Block(b.kind, {**b.raw, "content": config.placeholder})
-                    if b.kind == "tool_result" and b.tool_use_id in ids
-                    else b
-                    for b in blocks
-                ]
-            elif record.kind == "assistant" and config.clear_tool_inputs:
-                blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
-            new.append(record.with_blocks(blocks) if blocks != list(record.blocks) else record)
+        new = [cleared_record(record, ids, config) for record in records]  # every record, as before
         state.cleared |= ids
         state.cleared_tokens += freed
         return in_place(
@@ -151,13 +138,6 @@ PAIRS = [
 
 def _pair(name: str, whole: type[Strategy], config: dict) -> tuple[Strategy, Strategy]:
     return create(name, config), whole(whole.Config(**config))
-
-
-@pytest.fixture(scope="module")
-def every_session(corpus: Path) -> list:
-    sessions = [s for folder in sorted(p for p in corpus.iterdir() if p.is_dir()) for s in load_paths([folder])]
-    assert len(sessions) > 60
-    return sessions
 
 
 @pytest.mark.corpus

@@ -41,7 +41,14 @@ from .records import compact_boundary, summary_message
 from .registry import register
 from .rewrite import in_place
 
-__all__ = ["ClearThinking", "ClearToolUses", "ClearToolUsesConfig", "ServerCompact", "ServerCompactConfig"]
+__all__ = [
+    "ClearThinking",
+    "ClearToolUses",
+    "ClearToolUsesConfig",
+    "ServerCompact",
+    "ServerCompactConfig",
+    "cleared_record",
+]
 
 
 class InputTokens(StrategyConfig):
@@ -110,6 +117,22 @@ class ClearState:
         self.context = list(records)
 
 
+def cleared_record(record: Record, ids: set[str], config: ClearToolUsesConfig) -> Record:
+    """``record`` with the results (and, with ``clear_tool_inputs``, the inputs) of ``ids`` cleared; the
+    record itself when nothing changes."""
+    blocks = list(record.blocks)
+    if record.kind == "user":
+        blocks = [
+            Block(b.kind, {**b.raw, "content": config.placeholder})
+            if b.kind == "tool_result" and b.tool_use_id in ids
+            else b
+            for b in blocks
+        ]
+    elif record.kind == "assistant" and config.clear_tool_inputs:
+        blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
+    return record.with_blocks(blocks) if blocks != list(record.blocks) else record
+
+
 @register
 class ClearToolUses(Strategy):
     """``clear_tool_uses_20250919`` at its defaults: above 100k input tokens clear all but the 3 newest
@@ -156,19 +179,9 @@ class ClearToolUses(Strategy):
         new = list(records)
         changed = []
         for position in at:
-            record = records[position]
-            blocks = list(record.blocks)
-            if record.kind == "user":
-                blocks = [
-                    Block(b.kind, {**b.raw, "content": config.placeholder})
-                    if b.kind == "tool_result" and b.tool_use_id in ids
-                    else b
-                    for b in blocks
-                ]
-            elif record.kind == "assistant" and config.clear_tool_inputs:
-                blocks = [b.with_raw(input={}) if b.kind == "tool_use" and b.id in ids else b for b in blocks]
-            if blocks != list(record.blocks):
-                new[position] = record.with_blocks(blocks)
+            cleared = cleared_record(records[position], ids, config)
+            if cleared is not records[position]:
+                new[position] = cleared
                 changed.append(position)
         state.cleared |= ids
         state.cleared_tokens += freed
