@@ -6,7 +6,9 @@ from the first change. This replays one `workbench.synthetic` session of each ``
 to a temporary folder, its token counts warm) through each masking strategy twice, alternating
 ``--repeat`` times: with the engine's incremental check, and with ``check_request`` from scratch with the
 message memo (what the engine did before stop 31). It prints the medians, their ratio, how each grows per
-doubling of the session (4× is quadratic), and checks that both give the same rows.
+doubling of the session (4× is quadratic), the list entries of the replay's events (``kept_uuids``,
+``not_kept_uuids``, ``dropped_uuids``, ...: what ``--out`` and the store hold, linear in the session since
+stop 33), and checks that both give the same rows.
 
 Usage: ``python benchmarks/bench_request_check.py [--calls 250,500,1000] [--repeat 1] [--json]``.
 """
@@ -54,12 +56,15 @@ def main() -> None:
             for name in STRATEGIES:
                 times: dict[str, list[float]] = {"incremental": [], "scratch": []}
                 steps: dict[str, list] = {}
+                entries = 0
                 for _ in range(repeat):
                     for mode, check in (("incremental", incremental_check), ("scratch", from_scratch)):
                         engine.check_request = check  # type: ignore[assignment]
                         start = time.perf_counter()
-                        steps[mode] = replay_session(session, create(name)).steps
+                        result = replay_session(session, create(name))
                         times[mode].append(time.perf_counter() - start)
+                        steps[mode] = result.steps
+                        entries = sum(len(v) for e in result.events for v in e.values() if isinstance(v, list))
                 engine.check_request = incremental_check  # type: ignore[assignment]
                 if steps["incremental"] != steps["scratch"]:
                     raise SystemExit(f"{name}, {calls} calls: the incremental check changed the rows")
@@ -70,6 +75,7 @@ def main() -> None:
                         "records": len(session.records),
                         "incremental_s": round(statistics.median(times["incremental"]), 3),
                         "scratch_s": round(statistics.median(times["scratch"]), 3),
+                        "event_entries": entries,
                     }
                 )
     for row in rows:
@@ -84,6 +90,7 @@ def main() -> None:
     print(f"request check, incremental vs from scratch (medians of {repeat}; same rows checked):")
     print(
         f"  {'strategy':<31}{'calls':>6}{'records':>8}{'incr. s':>9}{'scratch s':>10}{'speed-up':>9}{'x/doubling':>16}"
+        f"{'entries':>9}"
     )
     for row in rows:
         growth = (
@@ -93,7 +100,7 @@ def main() -> None:
         )
         print(
             f"  {row['strategy']:<31}{row['calls']:>6}{row['records']:>8}{row['incremental_s']:>9.3f}"
-            f"{row['scratch_s']:>10.3f}{row['speed-up']:>9.2f}{growth:>16}"
+            f"{row['scratch_s']:>10.3f}{row['speed-up']:>9.2f}{growth:>16}{row['event_entries']:>9,}"
         )
 
 
