@@ -23,7 +23,8 @@ edit sequences and the real corpus) while redoing the work only from the first c
    far, the role put out last, the tool_use and tool_result ids seen, each kept with the message whose
    step saw it so they can be cut back).
 
-What stays linear per check is mostly cheap: identity comparisons, list slices, cutting the id maps back;
+What stays linear per check is mostly cheap: identity comparisons, list slices (the id maps are cut back
+from their end, `_cut_back`);
 and the rules about the request's end are taken afresh (the thinking rule walks back over the trailing
 tool loop). Since stop 33 the masking strategies and the engine also read only what changed
 (`workbench.strategies.observation_masking`, ``Compaction.changed_at``); the id maps cut back here are what
@@ -74,6 +75,16 @@ def _first_difference(new: list[int], old: list[int], hint: int) -> int:
         else:
             high = middle
     return low
+
+
+def _cut_back(seen: dict[Any, int], end: int) -> dict[Any, int]:
+    """``seen`` without its entries at ``end`` or later, in place: ``{k: n for k, n in seen.items() if n < end}``
+    for a map whose values never decrease in insertion order (every id map here: an id is added once, at the
+    message being folded, validated or repaired, and those go forward from where the map was cut). Popping
+    from the end costs what was cut, not the whole map at every check."""
+    while seen and next(reversed(seen.values())) >= end:
+        seen.popitem()
+    return seen
 
 
 class IncrementalCheck:
@@ -173,7 +184,7 @@ class IncrementalCheck:
         merged = self._merged
         keep = min(keep, self._same)
         while True:  # a thinking-only message below `keep` whose id has content only from `keep` on
-            content_at = {key: n for key, n in self._content_at.items() if n < keep}
+            content_at = _cut_back(self._content_at, keep)
             waiting = [n for n, key in self._thinking_only if n < keep and key not in content_at]
             if not waiting:
                 break
@@ -211,7 +222,7 @@ class IncrementalCheck:
         start = max(0, keep - 1)
         cut = bisect_left(self._pair_at, start)
         del self._pair_at[cut:], self._pairs[cut:]
-        self._use_at = {key: n for key, n in self._use_at.items() if n < start}
+        _cut_back(self._use_at, start)
         for n in range(start, len(request)):
             before = len(self._pairs)
             pairing_at(n, request, self._use_at, self._pairs)
@@ -227,8 +238,8 @@ class IncrementalCheck:
     def _repair(self, request: list[ApiMessage], keep: int) -> int:
         start = max(0, keep - 1)
         del self._repairs_before[start + 1 :], self._role_before[start + 1 :]
-        self._seen_uses = {key: n for key, n in self._seen_uses.items() if n < start}
-        self._seen_results = {key: n for key, n in self._seen_results.items() if n < start}
+        _cut_back(self._seen_uses, start)
+        _cut_back(self._seen_results, start)
         repairs: list[Repair] = []
         count, role = self._repairs_before[start], self._role_before[start]
         for i in range(start, len(request)):
