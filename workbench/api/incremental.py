@@ -23,12 +23,11 @@ edit sequences and the real corpus) while redoing the work only from the first c
    far, the role put out last, the tool_use and tool_result ids seen, each kept with the message whose
    step saw it so they can be cut back).
 
-What stays linear per check is mostly cheap: identity comparisons, list slices (the id maps are cut back
-from their end, `_cut_back`);
-and the rules about the request's end are taken afresh (the thinking rule walks back over the trailing
-tool loop). Since stop 33 the masking strategies and the engine also read only what changed
-(`workbench.strategies.observation_masking`, ``Compaction.changed_at``); the id maps cut back here are what
-stays linear per check (`benchmarks/bench_request_check.py` measures the replays).
+What stays linear per check is cheap: identity comparisons and list slices (the id maps are cut back
+from their end, `_cut_back`: what was cut, not the whole map); the rules about the request's end are taken
+afresh (the thinking rule walks back over the trailing tool loop). Since stop 33 the masking strategies and
+the engine also read only what changed (`workbench.strategies.observation_masking`,
+``Compaction.changed_at``); `benchmarks/bench_request_check.py` measures the replays.
 """
 
 from __future__ import annotations
