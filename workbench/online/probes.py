@@ -292,10 +292,10 @@ def _get(event: Any, name: str, default: Any = None) -> Any:
 def event_contexts(session: Session, event: Mapping[str, Any]) -> tuple[list[Record], list[Record], list[Record]]:
     """``(dropped, kept, full)`` records of a replay event of ``session``.
 
-        The records are the session's conversation with recorded compactions stripped (as the replay sees
-        them); ``full`` is every record before the event's step (the uncompacted context), ``dropped`` those
-        in ``dropped_uuids`` and ``kept`` those the event kept (``kept_uuids``, or the history but ``not_kept_uuids``:
-    `workbench.replay.rows.kept_uuid_set`; records without a uuid are not tracked).
+    The records are the session's conversation with recorded compactions stripped (as the replay sees
+    them); ``full`` is every record before the event's step (the uncompacted context), ``dropped`` those
+    in ``dropped_uuids`` and ``kept`` those the event kept (``kept_uuids``, or the history but
+    ``not_kept_uuids``: `workbench.replay.rows.kept_uuid_set`; records without a uuid are not tracked).
     """
     records, _ = strip_recorded_compactions(session.conversation())
     calls = api_calls(records)

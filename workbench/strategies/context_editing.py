@@ -25,7 +25,6 @@ compaction block rendered as a boundary + a user-role summary (the Messages vali
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,7 +38,7 @@ from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .recent_window import prompt_indices
 from .records import compact_boundary, summary_message
 from .registry import register
-from .rewrite import in_place
+from .rewrite import extends, in_place
 
 __all__ = [
     "ClearThinking",
@@ -98,7 +97,7 @@ class ClearState:
     def follow(self, records: Sequence[Record]) -> None:
         """Bring the index to ``records`` (read what was added, or everything when they do not extend it)."""
         start = len(self.context)
-        if not (len(records) >= start and all(map(operator.is_, records, self.context))):
+        if not extends(records, self.context):
             self.context, self.uses, self.answered, self.results, self.inputs = [], [], set(), {}, {}
             self.waiting, self.taken, start = [], 0, 0
         for index in range(start, len(records)):

@@ -26,7 +26,6 @@ walked the whole context three times at every call.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,7 +35,7 @@ from ..transcript.model import Block, Record
 from ..transcript.steps import is_real_assistant
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import register
-from .rewrite import in_place, rewrite_at
+from .rewrite import extends, in_place, rewrite_at
 
 __all__ = ["MaskState", "ObservationMasking", "ObservationMaskingConfig", "line_count", "masked_turn_ids"]
 
@@ -119,8 +118,7 @@ class MaskState:
 
     def newly_masked(self, records: Sequence[Record], config: ObservationMaskingConfig) -> set[str]:
         """``masked_turn_ids(records, config) - masked``, reading only what changed since the last call."""
-        extends = len(records) >= len(self.context) and all(map(operator.is_, records, self.context))
-        if not (extends and self.read(records)):
+        if not (extends(records, self.context) and self.read(records)):
             self.reset()
             self.read(records)  # from nothing, no call has been taken: it cannot refuse
         self.context = list(records)

@@ -16,7 +16,6 @@ than the last one extended rebuilds the counts from the whole context. The decis
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +28,7 @@ from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .openhands import MASKED
 from .recent_window import is_added
 from .registry import register
-from .rewrite import in_place, rewrite_at
+from .rewrite import extends, in_place, rewrite_at
 
 __all__ = ["EventState", "OpenHandsObservationMasking"]
 
@@ -60,7 +59,7 @@ class EventState:
     def follow(self, records: Sequence[Record]) -> list[int]:
         """Bring the counts to ``records``; the positions of the records read that answer an old id."""
         start = len(self.context)
-        if not (len(records) >= start and all(map(operator.is_, records, self.context))):
+        if not extends(records, self.context):
             self.reset()  # another context: count it all again
             start = 0
         answering = []

@@ -6,13 +6,14 @@ every API invariant; the compaction they report drops no conversation record (``
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..transcript.model import Block, Record
 from .base import Compaction
 
-__all__ = ["in_place", "rewrite_at", "rewrite_tool_results"]
+__all__ = ["extends", "in_place", "rewrite_at", "rewrite_tool_results"]
 
 NewContent = Callable[[Block], Any | None]
 
@@ -49,6 +50,12 @@ def rewrite_tool_results(
     return out, changed
 
 
+def extends(records: Sequence[Record], context: Sequence[Record]) -> bool:
+    """Whether ``records`` begin with ``context``'s very records (by identity, compared in C): what an
+    incremental strategy's index of the context it last returned or saw still describes."""
+    return len(records) >= len(context) and all(map(operator.is_, records, context))
+
+
 def rewrite_at(
     records: Sequence[Record], positions: Sequence[int], new_content: NewContent, ids: set[str]
 ) -> tuple[list[Record], int, tuple[int, ...]]:
@@ -82,24 +89,20 @@ def in_place(
     added is then read at those positions instead of compared over the whole context, and the engine does
     the same (`Compaction.changed_at`)."""
     if changed_at is not None:
-        return Compaction(
-            kind=kind,
-            trigger=trigger,
-            records=tuple(new),
-            dropped=tuple(old[i].uuid for i in changed_at),
-            added=tuple(new[i] for i in changed_at),
-            start=None,
-            details=details,
-            changed_at=changed_at,
-        )
-    new_ids = {id(r) for r in new}
-    old_ids = {id(r) for r in old}
+        dropped = tuple(old[i].uuid for i in changed_at)
+        added = tuple(new[i] for i in changed_at)
+    else:
+        new_ids = {id(r) for r in new}
+        old_ids = {id(r) for r in old}
+        dropped = tuple(r.uuid for r in old if id(r) not in new_ids)
+        added = tuple(r for r in new if id(r) not in old_ids)
     return Compaction(
         kind=kind,
         trigger=trigger,
         records=tuple(new),
-        dropped=tuple(r.uuid for r in old if id(r) not in new_ids),
-        added=tuple(r for r in new if id(r) not in old_ids),
+        dropped=dropped,
+        added=added,
         start=None,
         details=details,
+        changed_at=changed_at,
     )
