@@ -1,10 +1,12 @@
-"""The incremental states of ``observation-masking`` (`MaskState`), ``clear-tool-uses`` (`ClearState`) and
-``openhands-observation-masking`` (`EventState`) decide what the whole walk decides.
+"""The incremental states of ``observation-masking`` (`MaskState`), ``clear-tool-uses`` (`ClearState`),
+``openhands-observation-masking`` (`EventState`) and ``microcompact-truncate`` (`TruncState`) decide what the
+whole walk decides.
 
 The references are the strategies as they were before the index (stop 32's code): `masked_turn_ids` over the
 whole context at every call and `rewrite_tool_results` over every record; clear-tool-uses' walk of every
 record for uses, answers, sizes and the rewrite; OpenHands' masking listing and sorting every event;
-`in_place` comparing the whole context (no ``changed_at``, so the engine compares too). Replays must give
+`in_place` comparing the whole context (no ``changed_at``, so the engine compares too); the truncation over
+the whole context (`truncate_old_outputs`, kept in the module as the reference). Replays must give
 equal step and event rows: on every real session of every format, with the defaults and with other configs,
 and on contexts that do not extend the last one, are cut at the head or stream tool_uses into a call
 already masked (the index is rebuilt).
@@ -24,6 +26,7 @@ from workbench.replay import replay_session
 from workbench.strategies import create
 from workbench.strategies.base import Compaction, ContextView, Strategy
 from workbench.strategies.context_editing import ClearState, ClearToolUses, cleared_record
+from workbench.strategies.microcompact import MicrocompactTruncate, TruncState, truncate_old_outputs
 from workbench.strategies.observation_masking import (
     MaskState,
     ObservationMasking,
@@ -117,7 +120,19 @@ class WholeEvents(OpenHandsObservationMasking):
         return in_place(self.name, "events", records, new, {"masked": changed})
 
 
+class WholeTruncate(MicrocompactTruncate):
+    """microcompact-truncate before the index: the whole context at every call."""
+
+    def new_state(self) -> None:  # type: ignore[override]
+        return None
+
+    def compact(self, view: ContextView, state: None) -> Compaction | None:  # type: ignore[override]
+        return truncate_old_outputs(view, self.config)
+
+
 CONFIGS = [{}, {"keep_last_turns": 2, "polling": 3}]
+#: past the threshold early in most real sessions, with short outputs cut: most calls truncate something
+TRUNCATE = {"context_window": 20_000, "pct_of_window": 40, "keep_chars": 300, "keep_recent": 3}
 CLEAR = {
     "trigger": {"type": "tool_uses", "value": 4},
     "keep": {"value": 2},
@@ -133,6 +148,8 @@ PAIRS = [
     ("clear-tool-uses", WholeClear, {"trigger": {"type": "input_tokens", "value": 800}, "keep": {"value": 1}}),
     ("openhands-observation-masking", WholeEvents, {}),
     ("openhands-observation-masking", WholeEvents, {"attention_window": 7}),
+    ("microcompact-truncate", WholeTruncate, {}),
+    ("microcompact-truncate", WholeTruncate, TRUNCATE),
 ]
 
 
@@ -151,7 +168,7 @@ def test_real_replays_equal_the_whole_walk(every_session: list, name: str, whole
         assert ours.steps == theirs.steps, session.id
         assert ours.events == theirs.events, session.id
         events += len(theirs.events)
-    assert events > 100
+    assert events > 90  # the fewest: microcompact-truncate with its defaults (98)
 
 
 def _decisions(strategy: Strategy, contexts: list[list[Record]]) -> list[tuple | None]:
@@ -191,7 +208,10 @@ def _grown(records: list[Record], strategy: Strategy, rng: random.Random) -> lis
 @pytest.mark.parametrize("pair", range(len(PAIRS)))
 def test_grown_and_replaced_contexts_decide_as_the_whole_walk(pair: int) -> None:
     name, whole, config = PAIRS[pair]
-    if not config and name != "observation-masking":  # the synthetic sessions are small
+    if name == "microcompact-truncate":  # the synthetic sessions are small: a window to match
+        config = {"context_window": 4_000, "pct_of_window": 30, "keep_chars": 60 if config else 120}
+        config["keep_recent"] = 1 if config["keep_chars"] == 60 else 5
+    elif not config and name != "observation-masking":
         config = (
             {"trigger": {"type": "input_tokens", "value": 600}}
             if name == "clear-tool-uses"
@@ -257,4 +277,31 @@ def test_a_result_added_later_for_an_old_id_is_masked_as_the_whole_walk_masks_it
     ours, theirs = _pair("openhands-observation-masking", WholeEvents, {"attention_window": 6})
     decided = run(theirs)
     assert decided[1][-1].tool_results()[0].content == "<MASKED>"
+    assert run(ours) == decided
+
+
+def test_truncation_looks_at_results_that_arrived_below_the_threshold_or_late() -> None:
+    """Outputs that became old while the context was under the threshold, and a result for an old id that
+    arrives after its id was taken, are truncated as the whole context's walk truncates them."""
+    records = list(make_session(turns=4, tools=3, result_chars=400).records)
+    first = next(r for r in records if r.tool_results())
+    late = replace(first, uuid="late", blocks=(Block.from_raw({**first.tool_results()[0].raw, "content": "y" * 500}),))
+    config = {"context_window": 1_000, "pct_of_window": 50, "keep_chars": 100, "keep_recent": 2}
+
+    def run(strategy: Strategy) -> list[tuple[Record, ...] | None]:
+        state = strategy.new_state()
+        out: list[tuple[Record, ...] | None] = []
+        context = records[: len(records) // 2]
+        assert strategy.compact(view_of(context, tokens=0), state) is None  # under the threshold
+        for grown in (records, [*records, late]):  # then past it, then a late result for the first id
+            result = strategy.compact(view_of([*context, *grown[len(context) :]], tokens=10_000), state)
+            out.append(None if result is None else result.records)
+            context = list(result.records) if result is not None else [*context, *grown[len(context) :]]
+        return out
+
+    ours, theirs = _pair("microcompact-truncate", WholeTruncate, config)
+    decided = run(theirs)
+    assert decided[0] is not None and decided[1] is not None
+    assert decided[1][-1].tool_results()[0].content.startswith("y" * 100 + "\n...truncated")
+    assert isinstance(ours.new_state(), TruncState)
     assert run(ours) == decided
