@@ -1,12 +1,13 @@
 """The incremental states of ``observation-masking`` (`MaskState`), ``clear-tool-uses`` (`ClearState`),
-``openhands-observation-masking`` (`EventState`) and ``microcompact-truncate`` (`TruncState`) decide what the
-whole walk decides.
+``openhands-observation-masking`` (`EventState`), ``microcompact-truncate`` (`TruncState`) and
+``clear-thinking`` (`ThinkState`) decide what the whole walk decides.
 
 The references are the strategies as they were before the index (stop 32's code): `masked_turn_ids` over the
 whole context at every call and `rewrite_tool_results` over every record; clear-tool-uses' walk of every
 record for uses, answers, sizes and the rewrite; OpenHands' masking listing and sorting every event;
 `in_place` comparing the whole context (no ``changed_at``, so the engine compares too); the truncation over
-the whole context (`truncate_old_outputs`, kept in the module as the reference). Replays must give
+the whole context (`truncate_old_outputs`, kept in the module as the reference); clear-thinking finding every
+turn's thinking and rewriting every record before the kept turns. Replays must give
 equal step and event rows: on every real session of every format, with the defaults and with other configs,
 and on contexts that do not extend the last one, are cut at the head or stream tool_uses into a call
 already masked (the index is rebuilt).
@@ -25,7 +26,7 @@ from workbench.api.normalize import is_sent
 from workbench.replay import replay_session
 from workbench.strategies import create
 from workbench.strategies.base import Compaction, ContextView, Strategy
-from workbench.strategies.context_editing import ClearState, ClearToolUses, cleared_record
+from workbench.strategies.context_editing import ClearState, ClearThinking, ClearToolUses, cleared_record
 from workbench.strategies.microcompact import MicrocompactTruncate, TruncState, truncate_old_outputs
 from workbench.strategies.observation_masking import (
     MaskState,
@@ -35,6 +36,7 @@ from workbench.strategies.observation_masking import (
 )
 from workbench.strategies.openhands import events
 from workbench.strategies.openhands_masking import OpenHandsObservationMasking
+from workbench.strategies.recent_window import prompt_indices
 from workbench.strategies.rewrite import in_place, rewrite_tool_results
 from workbench.tokens.js import rough_tokens
 from workbench.transcript import Block, Record
@@ -130,6 +132,47 @@ class WholeTruncate(MicrocompactTruncate):
         return truncate_old_outputs(view, self.config)
 
 
+class WholeThinking(ClearThinking):
+    """clear-thinking before the index: every turn looked at, every record before the kept ones rewritten."""
+
+    def new_state(self) -> None:  # type: ignore[override]
+        return None
+
+    def compact(self, view: ContextView, state: None) -> Compaction | None:  # type: ignore[override]
+        if self.config.keep == "all":
+            return None
+        records = list(view.records)
+        starts = [0, *prompt_indices(records)]
+        thinking_turns = [
+            s
+            for n, s in enumerate(starts)
+            if any(
+                b.kind in ("thinking", "redacted_thinking")
+                for r in records[s : starts[n + 1] if n + 1 < len(starts) else len(records)]
+                if r.kind == "assistant"
+                for b in r.blocks
+            )
+        ]
+        keep = self.config.keep.value
+        if len(thinking_turns) <= keep:
+            return None
+        limit = thinking_turns[-keep]
+        new: list[Record] = []
+        changed = 0
+        for i, record in enumerate(records):
+            thinking = any(b.kind in ("thinking", "redacted_thinking") for b in record.blocks)
+            if i >= limit or record.kind != "assistant" or not thinking:
+                new.append(record)
+                continue
+            changed += 1
+            rest = [b for b in record.blocks if b.kind not in ("thinking", "redacted_thinking")]
+            if rest:
+                new.append(record.with_blocks(rest))
+        if not changed:
+            return None
+        return in_place(self.name, "thinking_turns", records, new, {"cleared_thinking_records": changed})
+
+
 CONFIGS = [{}, {"keep_last_turns": 2, "polling": 3}]
 #: past the threshold early in most real sessions, with short outputs cut: most calls truncate something
 TRUNCATE = {"context_window": 20_000, "pct_of_window": 40, "keep_chars": 300, "keep_recent": 3}
@@ -150,6 +193,8 @@ PAIRS = [
     ("openhands-observation-masking", WholeEvents, {"attention_window": 7}),
     ("microcompact-truncate", WholeTruncate, {}),
     ("microcompact-truncate", WholeTruncate, TRUNCATE),
+    ("clear-thinking", WholeThinking, {}),
+    ("clear-thinking", WholeThinking, {"keep": {"value": 2}}),
 ]
 
 
@@ -211,7 +256,7 @@ def test_grown_and_replaced_contexts_decide_as_the_whole_walk(pair: int) -> None
     if name == "microcompact-truncate":  # the synthetic sessions are small: a window to match
         config = {"context_window": 4_000, "pct_of_window": 30, "keep_chars": 60 if config else 120}
         config["keep_recent"] = 1 if config["keep_chars"] == 60 else 5
-    elif not config and name != "observation-masking":
+    elif not config and name not in ("observation-masking", "clear-thinking"):
         config = (
             {"trigger": {"type": "input_tokens", "value": 600}}
             if name == "clear-tool-uses"

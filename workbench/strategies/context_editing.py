@@ -35,7 +35,7 @@ from ..api.normalize import is_sent
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
-from .recent_window import prompt_indices
+from .recent_window import is_prompt
 from .records import compact_boundary, summary_message
 from .registry import register
 from .rewrite import extends, in_place
@@ -46,6 +46,7 @@ __all__ = [
     "ClearToolUsesConfig",
     "ServerCompact",
     "ServerCompactConfig",
+    "ThinkState",
     "cleared_record",
 ]
 
@@ -203,6 +204,37 @@ class ClearThinkingConfig(StrategyConfig):
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
 
+def _has_thinking(record: Record) -> bool:
+    return record.kind == "assistant" and any(b.kind in _THINKING for b in record.blocks)
+
+
+@dataclass
+class ThinkState:
+    """`ClearThinking`'s index of ``context``, the context it last returned or saw (records shared, never
+    copied): ``last`` where its last user-sense turn starts (`prompt_indices`, 0 before the first prompt),
+    ``thinking`` the starts of the turns whose assistant records hold thinking, ``clean`` how many records
+    at its head hold none (the clearing reached there). A call whose context extends it reads only what was
+    added; another context rebuilds it. Decisions are the whole walk's over every turn
+    (``tests/strategies/test_masking_incremental.py``)."""
+
+    context: Sequence[Record] = ()
+    last: int = 0
+    thinking: list[int] = field(default_factory=list)
+    clean: int = 0
+
+    def follow(self, records: Sequence[Record]) -> None:
+        start = len(self.context)
+        if not extends(records, self.context):
+            self.last, self.thinking, self.clean, start = 0, [], 0, 0
+        for index in range(start, len(records)):
+            record = records[index]
+            if is_prompt(record):
+                self.last = index
+            elif _has_thinking(record) and (not self.thinking or self.thinking[-1] != self.last):
+                self.thinking.append(self.last)
+        self.context = records
+
+
 @register
 class ClearThinking(Strategy):
     """``clear_thinking_20251015`` at its default: keep the thinking of the last assistant turn only."""
@@ -211,37 +243,35 @@ class ClearThinking(Strategy):
     description = "Anthropic context editing clear_thinking: keep thinking blocks of the last assistant turn only."
     Config = ClearThinkingConfig
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def new_state(self) -> ThinkState:
+        return ThinkState()
+
+    def compact(self, view: ContextView, state: ThinkState) -> Compaction | None:
         if self.config.keep == "all":
             return None
-        records = list(view.records)
-        starts = [0, *prompt_indices(records)]
-        thinking_turns = [
-            s
-            for n, s in enumerate(starts)
-            if any(
-                b.kind in _THINKING
-                for r in records[s : starts[n + 1] if n + 1 < len(starts) else len(records)]
-                if r.kind == "assistant"
-                for b in r.blocks
-            )
-        ]
+        records = view.records
+        state.follow(records)
         keep = self.config.keep.value
-        if len(thinking_turns) <= keep:
+        if len(state.thinking) <= keep:
             return None
-        limit = thinking_turns[-keep]
-        new: list[Record] = []
+        limit = state.thinking[-keep]  # a turn's start: every turn before it ends before it
+        head: list[Record] = []
         changed = 0
-        for i, record in enumerate(records):
-            if i >= limit or record.kind != "assistant" or not any(b.kind in _THINKING for b in record.blocks):
-                new.append(record)
+        for record in records[state.clean : limit]:
+            if not _has_thinking(record):
+                head.append(record)
                 continue
             changed += 1
             rest = [b for b in record.blocks if b.kind not in _THINKING]
             if rest:
-                new.append(record.with_blocks(rest))
+                head.append(record.with_blocks(rest))
         if not changed:
             return None
+        new = [*records[: state.clean], *head, *records[limit:]]
+        removed = len(records) - len(new)  # assistant records that held only thinking
+        state.context, state.clean = new, limit - removed
+        state.thinking = [start - removed for start in state.thinking[-keep:]]
+        state.last -= removed
         return in_place(self.name, "thinking_turns", records, new, {"cleared_thinking_records": changed})
 
 
