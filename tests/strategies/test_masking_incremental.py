@@ -1,21 +1,23 @@
 """The incremental states of ``observation-masking`` (`MaskState`), ``clear-tool-uses`` (`ClearState`),
-``openhands-observation-masking`` (`EventState`), ``microcompact-truncate`` (`TruncState`) and
-``clear-thinking`` (`ThinkState`) decide what the whole walk decides.
+``openhands-observation-masking`` (`EventState`), ``microcompact-truncate`` (`TruncState`),
+``clear-thinking`` (`ThinkState`) and ``opencode-prune`` (`PruneState`'s prompt count) decide what the whole
+walk decides.
 
 The references are the strategies as they were before the index (stop 32's code): `masked_turn_ids` over the
 whole context at every call and `rewrite_tool_results` over every record; clear-tool-uses' walk of every
 record for uses, answers, sizes and the rewrite; OpenHands' masking listing and sorting every event;
 `in_place` comparing the whole context (no ``changed_at``, so the engine compares too); the truncation over
-the whole context (`truncate_old_outputs`, kept in the module as the reference); clear-thinking finding every
-turn's thinking and rewriting every record before the kept turns. Replays must give
-equal step and event rows: on every real session of every format, with the defaults and with other configs,
-and on contexts that do not extend the last one, are cut at the head or stream tool_uses into a call
-already masked (the index is rebuilt).
+the whole context (`truncate_old_outputs`, kept in the module as the reference); clear-thinking finding
+every turn's thinking and rewriting every record before the kept turns; opencode-prune counting every prompt.
+Replays must give equal step and event rows: on every real session of every format, with the defaults and
+with other configs, and on contexts that do not extend the last one, are cut at the head or stream tool_uses
+into a call already masked (the index is rebuilt).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -34,6 +36,7 @@ from workbench.strategies.observation_masking import (
     line_count,
     masked_turn_ids,
 )
+from workbench.strategies.opencode import OpenCodePrune, PruneState
 from workbench.strategies.openhands import events
 from workbench.strategies.openhands_masking import OpenHandsObservationMasking
 from workbench.strategies.recent_window import prompt_indices
@@ -173,6 +176,18 @@ class WholeThinking(ClearThinking):
         return in_place(self.name, "thinking_turns", records, new, {"cleared_thinking_records": changed})
 
 
+class _Recount(PruneState):
+    def count(self, records: Sequence[Record]) -> int:
+        return len(prompt_indices(records))
+
+
+class WholePrune(OpenCodePrune):
+    """opencode-prune counting the whole context's prompts at every call (stop 33's code)."""
+
+    def new_state(self) -> PruneState:
+        return _Recount()
+
+
 CONFIGS = [{}, {"keep_last_turns": 2, "polling": 3}]
 #: past the threshold early in most real sessions, with short outputs cut: most calls truncate something
 TRUNCATE = {"context_window": 20_000, "pct_of_window": 40, "keep_chars": 300, "keep_recent": 3}
@@ -195,6 +210,8 @@ PAIRS = [
     ("microcompact-truncate", WholeTruncate, TRUNCATE),
     ("clear-thinking", WholeThinking, {}),
     ("clear-thinking", WholeThinking, {"keep": {"value": 2}}),
+    ("opencode-prune", WholePrune, {"protect_tokens": 4_000, "minimum_tokens": 1_000}),
+    ("opencode-prune", WholePrune, {"mode": "every_step", "protect_tokens": 2_000, "minimum_tokens": 500}),
 ]
 
 
@@ -256,6 +273,8 @@ def test_grown_and_replaced_contexts_decide_as_the_whole_walk(pair: int) -> None
     if name == "microcompact-truncate":  # the synthetic sessions are small: a window to match
         config = {"context_window": 4_000, "pct_of_window": 30, "keep_chars": 60 if config else 120}
         config["keep_recent"] = 1 if config["keep_chars"] == 60 else 5
+    elif name == "opencode-prune":
+        config = {**config, "protect_tokens": 300, "minimum_tokens": 100}
     elif not config and name not in ("observation-masking", "clear-thinking"):
         config = (
             {"trigger": {"type": "input_tokens", "value": 600}}
@@ -350,3 +369,22 @@ def test_truncation_looks_at_results_that_arrived_below_the_threshold_or_late() 
     assert decided[1][-1].tool_results()[0].content.startswith("y" * 100 + "\n...truncated")
     assert isinstance(ours.new_state(), TruncState)
     assert run(ours) == decided
+
+
+def test_opencode_prune_never_counts_a_replayed_context_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replayed, every context extends the one before or the prune's own result, so only what was appended
+    is counted (a prune that forgot its result would count the whole context again after each one)."""
+    import workbench.strategies.opencode as opencode
+
+    counted: list[int] = []
+
+    def counting(records: Sequence[Record]) -> list[int]:
+        counted.append(len(records))
+        return prompt_indices(records)
+
+    monkeypatch.setattr(opencode, "prompt_indices", counting)
+    session = make_session(turns=8, tools=4, result_chars=2_000)
+    config = {"mode": "every_step", "protect_tokens": 1_000, "minimum_tokens": 200}
+    result = replay_session(session, create("opencode-prune", config))
+    assert len(result.events) > 2
+    assert counted == []

@@ -29,13 +29,14 @@ separates a call from its result. Tokens are chars/4 (opencode's ``Token.estimat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import Field
 
 from ..tokens.js import rough_tokens
-from ..transcript.model import Block
+from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .recent_window import (
     is_added,
@@ -48,7 +49,7 @@ from .recent_window import (
     user_note,
 )
 from .registry import register
-from .rewrite import in_place, rewrite_tool_results
+from .rewrite import extends, in_place, rewrite_tool_results
 
 __all__ = ["OpenCode", "OpenCodeConfig", "OpenCodePrune", "PruneConfig"]
 
@@ -139,7 +140,21 @@ class PruneConfig(StrategyConfig):
 
 @dataclass
 class PruneState:
+    """``prompts_seen``: the prompts (`is_prompt`) of the context at the last call, counted on ``context``,
+    the context last seen or returned (records shared, never copied): a context that extends it adds the
+    prompts of what was appended, any other is counted again (a prune rewrites tool results only, which are
+    never prompts). Before, every call counted the whole context's prompts."""
+
     prompts_seen: int = 0
+    context: Sequence[Record] = ()
+
+    def count(self, records: Sequence[Record]) -> int:
+        if extends(records, self.context):
+            counted = self.prompts_seen + sum(map(is_prompt, records[len(self.context) :]))
+        else:
+            counted = len(prompt_indices(records))
+        self.context = records
+        return counted
 
 
 @register
@@ -158,8 +173,8 @@ class OpenCodePrune(Strategy):
 
     def compact(self, view: ContextView, state: PruneState) -> Compaction | None:
         config = self.config
-        records = list(view.records)
-        prompts = len(prompt_indices(records))
+        records = view.records
+        prompts = state.count(records)
         new_turn = prompts > state.prompts_seen
         state.prompts_seen = prompts
         if config.mode == "turn_end" and not new_turn:
@@ -196,4 +211,5 @@ class OpenCodePrune(Strategy):
             return PRUNE_CLEARED
 
         new, changed = rewrite_tool_results(records, clear, candidates)
+        state.context = new
         return in_place(self.name, config.mode, records, new, {"pruned": changed, "pruned_tokens": pruned})
