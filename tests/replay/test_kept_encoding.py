@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from synthetic import make_session
 
 from workbench.online.probes import event_contexts
-from workbench.replay import engine, replay_session
+from workbench.replay import replay_session
 from workbench.replay.frames import FrameWriter
+from workbench.replay.kept import KeptIndex
 from workbench.replay.rows import kept_columns, kept_uuid_set
 from workbench.strategies import create
 from workbench.transcript import Record, load_paths
@@ -75,14 +76,14 @@ def claude_code_sessions(corpus: Path) -> list:
 def test_real_events_read_back_from_parquet_keep_what_the_engine_kept(
     claude_code_sessions: list, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    full: dict[tuple[str, str | None, int], list[str | None]] = {}
+    full: list[list[str | None]] = []  # every record each event kept, listed, in the order of the events
 
-    def recording_row(session, strategy, step, *args: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-        full[(session.id, session.source, step)] = [r.uuid for r in args[-2]]  # every record kept, listed
-        return event_row(session, strategy, step, *args)
+    def recording(index: KeptIndex, context: Any, compaction: Any, kept: Any, *args: Any) -> Any:
+        full.append([r.uuid for r in kept()])
+        return event(index, context, compaction, kept, *args)
 
-    event_row = engine.event_row
-    monkeypatch.setattr(engine, "event_row", recording_row)
+    event = KeptIndex.event
+    monkeypatch.setattr(KeptIndex, "event", recording)
     writer = FrameWriter(tmp_path / "out")
     by_key = {}
     for session in claude_code_sessions:
@@ -94,10 +95,10 @@ def test_real_events_read_back_from_parquet_keep_what_the_engine_kept(
     assert len(events) == len(full) > 0
 
     complements = 0
-    for _, row in events.iterrows():
+    for (_, row), every in zip(events.iterrows(), full, strict=True):
         session = by_key[(row["session_id"], row["file"])]
         dropped, kept, history = event_contexts(session, row)
-        listed = set(full[(row["session_id"], row["file"], int(row["step"]))]) - {r.uuid for r in dropped}
+        listed = set(every) - {r.uuid for r in dropped}
         assert kept == [r for r in history if r.uuid is not None and r.uuid in listed], (session.id, row["step"])
         complements += row["kept_uuids"] is None
     if name in ("observation-masking", "clear-tool-uses"):

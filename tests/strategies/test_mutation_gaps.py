@@ -159,7 +159,7 @@ def test_the_articles_truncation_variant() -> None:
     assert truncate_old_outputs(view_of(records, tokens=500), config.model_copy(update={"keep_chars": 400})) is None
     assert truncate_old_outputs(view_of(records, tokens=500), config.model_copy(update={"keep_recent": 3})) is None
     strategy = create("microcompact-truncate", {"context_window": 1_000, "pct_of_window": 50, "keep_chars": 100})
-    assert strategy.compact(view_of(records, tokens=500), None) is None  # keep_recent 5 keeps all three
+    assert strategy.compact(view_of(records, tokens=500), strategy.new_state()) is None  # keep_recent 5 keeps all three
     assert create("microcompact", {"enabled": True, "keep_recent": 1}).compact(_after(_loop(2), 61), None) is not None
 
 

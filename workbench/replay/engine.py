@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -57,6 +57,7 @@ from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import ApiCall, api_calls
+from .kept import Columns, KeptIndex, first_positions
 from .rows import event_row, recorded_events
 from .sizes import CountTable, LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
 from .validation import IncrementalCheck, RequestCheck, check_request
@@ -129,6 +130,11 @@ class _Prepared:
         """Each record's uuid (an event names what it kept against the records before its call)."""
         return [r.uuid for r in self.records]
 
+    @cached_property
+    def first(self) -> dict[str | None, int]:
+        """Each uuid's first position among the records (the order of an event's ``not_kept_uuids``)."""
+        return first_positions(self.uuids)
+
     def view(
         self, items: Sequence[Record], tokens: int, step: int, record: Record, usage: int | None = None, index: int = -1
     ) -> ContextView:
@@ -191,6 +197,7 @@ class _Cursor:
         self.result = ReplayResult(prepared.session.id, prepared.session.source, strategy.name)
         self.context: list[Record] = []
         self.sent_before: list[Record] = []  # the context as sent for the previous call
+        self.kept_index: KeptIndex | None = None  # made at the first compaction (`workbench.replay.kept`)
         self.pointer = 0
         self.removed = self.added = 0
         self.diverged = False
@@ -208,6 +215,7 @@ class _Cursor:
         clone.state = copy.deepcopy(self.state, {id(self.p): self.p, id(self.strategy): strategy})
         clone.context = list(self.context)
         clone.sent_before = list(self.sent_before)
+        clone.kept_index = self.kept_index.copy() if self.kept_index is not None else None
         clone.result = _relabeled(self.result, strategy)
         clone.checker = IncrementalCheck()
         return clone
@@ -226,7 +234,10 @@ class _Cursor:
             extraction = strategy.observe(
                 p.view([*self.sent_before, *response], hook_tokens, previous.step, response[-1]), self.state
             )
-        self.context.extend(records[self.pointer : call.first])
+        appended = records[self.pointer : call.first]
+        self.context.extend(appended)
+        if self.kept_index is not None:
+            self.kept_index.appended(appended)
         self.pointer = call.first
         none_tokens = p.size.before(call.first)
         if self.pending is not None:  # the first call after a reproduced compaction has been measured
@@ -246,6 +257,7 @@ class _Cursor:
         if compaction is not None:
             before_tokens = tokens
             dropped, new, kept = _changes(self.context, compaction)
+            kept_columns = self._kept(compaction, kept, call.first)
             synced = p.size.offset_at.get(p.recorded[index].position) if compaction.details.get("recorded") else None
             if synced is not None:
                 # Claude Code's own compaction reproduced: the context is the recorded one again, so its size
@@ -284,8 +296,7 @@ class _Cursor:
                     before_tokens,
                     tokens,
                     check,
-                    kept,
-                    p.uuids[: call.first],
+                    kept_columns,
                 )
             )
         self.result.steps.append(
@@ -310,6 +321,16 @@ class _Cursor:
         self.previous_message_id = call.message_id
         return compaction is not None
 
+    def _kept(self, compaction: Compaction, kept: Callable[[], list[Record]], first: int) -> Columns:
+        """The event's ``kept_uuids`` / ``not_kept_uuids`` (`KeptIndex.event`), before the context is
+        replaced; the index is made (from the context, which is then the whole history) at the first one."""
+        p = self.p
+        index = self.kept_index
+        if index is None:
+            index = self.kept_index = KeptIndex(p.first)
+            index.appended(self.context)
+        return index.event(self.context, compaction, kept, lambda: p.uuids[:first], first)
+
     def finish(self) -> ReplayResult:
         if not self.p.strip:
             self.result.events.extend(
@@ -318,25 +339,33 @@ class _Cursor:
         return self.result
 
 
-def _changes(context: list[Record], compaction: Compaction) -> tuple[list[Record], list[Record], list[Record]]:
-    """The records of ``context`` a compaction dropped, the records it added, and those of the old context it
-    kept (compared by identity, in order); read at its ``changed_at`` positions when it names them (an
-    in-place rewrite of a few records of a long context: comparing the whole context at every call made a
-    masking replay's cost grow with the square of the session's length)."""
+def _changes(
+    context: list[Record], compaction: Compaction
+) -> tuple[list[Record], list[Record], Callable[[], list[Record]]]:
+    """The records of ``context`` a compaction dropped, the records it added, and a function giving those of
+    the old context it kept (compared by identity, in order; asked for only when the event lists them,
+    `KeptIndex.event`); read at its ``changed_at`` positions when it names them (an in-place rewrite of a
+    few records of a long context: comparing the whole context at every call made a masking replay's cost
+    grow with the square of the session's length)."""
     records = compaction.records
     at = compaction.changed_at
     if at is not None and len(records) == len(context):
-        kept: list[Record] = []
-        start = 0
-        for position in at:
-            kept += records[start:position]
-            start = position + 1
-        kept += records[start:]
+
+        def kept() -> list[Record]:
+            out: list[Record] = []
+            start = 0
+            for position in at:
+                out += records[start:position]
+                start = position + 1
+            out += records[start:]
+            return out
+
         return [context[i] for i in at], [records[i] for i in at], kept
     survivors = {id(r) for r in records}
     old = {id(r) for r in context}
     dropped = [r for r in context if id(r) not in survivors]
-    return dropped, [r for r in records if id(r) not in old], [r for r in records if id(r) in old]
+    survived = [r for r in records if id(r) in old]
+    return dropped, [r for r in records if id(r) not in old], lambda: survived
 
 
 def _relabeled(result: ReplayResult, strategy: Strategy) -> ReplayResult:

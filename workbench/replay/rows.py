@@ -95,11 +95,11 @@ def event_row(
     before: int,
     after: int,
     check: RequestCheck | None,
-    kept: Sequence[Record],
-    history: Sequence[str | None],
+    kept: Mapping[str, list[str | None] | None],
 ) -> dict[str, Any]:
-    """One events row; ``kept`` are the records of the old context that survived unchanged, ``history``
-    the uuids of the session's records before the call (`kept_columns`)."""
+    """One events row; ``kept``: its ``kept_uuids`` and ``not_kept_uuids`` (`kept_columns` of the records
+    of the old context that survived unchanged against the uuids of the session's records before the call,
+    `workbench.replay.kept.KeptIndex` in a replay)."""
     return {
         "session_id": session.id,
         "file": session.source,
@@ -112,7 +112,7 @@ def event_row(
         "tokens_after": after,
         "keep_start": compaction.start,
         "naive_start": compaction.naive_start,
-        **kept_columns(kept, history),
+        **kept,
         "dropped_uuids": list(compaction.dropped),
         "summary": compaction.summary,
         "added_text": _added_text(compaction),
