@@ -57,7 +57,7 @@ from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import ApiCall, api_calls
-from .kept import Columns, KeptIndex, first_positions
+from .kept import Columns, KeptIndex, changes, first_positions
 from .rows import event_row, recorded_events
 from .sizes import CountTable, LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
 from .validation import IncrementalCheck, RequestCheck, check_request
@@ -256,7 +256,7 @@ class _Cursor:
         check_now = self.last_check is None or bool(self.last_check.violations) or compaction is not None
         if compaction is not None:
             before_tokens = tokens
-            dropped, new, kept = _changes(self.context, compaction)
+            dropped, new, kept = changes(self.context, compaction)
             kept_columns = self._kept(compaction, kept, call.first)
             synced = p.size.offset_at.get(p.recorded[index].position) if compaction.details.get("recorded") else None
             if synced is not None:
@@ -337,35 +337,6 @@ class _Cursor:
                 recorded_events(self.p.session, self.strategy, self.p.records, self.p.calls, self.p.size)
             )
         return self.result
-
-
-def _changes(
-    context: list[Record], compaction: Compaction
-) -> tuple[list[Record], list[Record], Callable[[], list[Record]]]:
-    """The records of ``context`` a compaction dropped, the records it added, and a function giving those of
-    the old context it kept (compared by identity, in order; asked for only when the event lists them,
-    `KeptIndex.event`); read at its ``changed_at`` positions when it names them (an in-place rewrite of a
-    few records of a long context: comparing the whole context at every call made a masking replay's cost
-    grow with the square of the session's length)."""
-    records = compaction.records
-    at = compaction.changed_at
-    if at is not None and len(records) == len(context):
-
-        def kept() -> list[Record]:
-            out: list[Record] = []
-            start = 0
-            for position in at:
-                out += records[start:position]
-                start = position + 1
-            out += records[start:]
-            return out
-
-        return [context[i] for i in at], [records[i] for i in at], kept
-    survivors = {id(r) for r in records}
-    old = {id(r) for r in context}
-    dropped = [r for r in context if id(r) not in survivors]
-    survived = [r for r in records if id(r) in old]
-    return dropped, [r for r in records if id(r) not in old], lambda: survived
 
 
 def _relabeled(result: ReplayResult, strategy: Strategy) -> ReplayResult:

@@ -25,7 +25,7 @@ from ..strategies.base import Compaction
 from ..transcript.model import Record
 from .rows import kept_columns
 
-__all__ = ["KeptIndex", "first_positions"]
+__all__ = ["KeptIndex", "changes", "first_positions"]
 
 Columns = dict[str, list[str | None] | None]
 
@@ -87,3 +87,32 @@ class KeptIndex:
         self.count = Counter(uuid for record in records if (uuid := record.uuid) is not None)
         self.absent = {uuid for uuid in uuids if uuid is not None and uuid not in self.count}
         return columns
+
+
+def changes(
+    context: Sequence[Record], compaction: Compaction
+) -> tuple[list[Record], list[Record], Callable[[], list[Record]]]:
+    """The records of ``context`` a compaction dropped, the records it added, and a function giving those of
+    the old context it kept (compared by identity, in order; asked for only when the event lists them,
+    `KeptIndex.event`); read at its ``changed_at`` positions when it names them (an in-place rewrite of a
+    few records of a long context: comparing the whole context at every call made a masking replay's cost
+    grow with the square of the session's length)."""
+    records = compaction.records
+    at = compaction.changed_at
+    if at is not None and len(records) == len(context):
+
+        def kept() -> list[Record]:
+            out: list[Record] = []
+            start = 0
+            for position in at:
+                out += records[start:position]
+                start = position + 1
+            out += records[start:]
+            return out
+
+        return [context[i] for i in at], [records[i] for i in at], kept
+    survivors = {id(r) for r in records}
+    old = {id(r) for r in context}
+    dropped = [r for r in context if id(r) not in survivors]
+    survived = [r for r in records if id(r) in old]
+    return dropped, [r for r in records if id(r) not in old], lambda: survived
