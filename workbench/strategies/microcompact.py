@@ -26,7 +26,7 @@ from ..tokens.walk import IMAGE_TOKENS
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .registry import register
-from .rewrite import NewContent, extends, in_place, rewrite_at, rewrite_tool_results
+from .rewrite import NewContent, extends, in_place, index_results, rewrite_at, rewrite_tool_results
 
 __all__ = [
     "COMPACTABLE_TOOLS",
@@ -64,6 +64,11 @@ class TruncateConfig(StrategyConfig):
     keep_chars: int = Field(2_000, gt=0)
     keep_recent: int = Field(5, ge=0)
     compactable_tools: NameSet = COMPACTABLE_TOOLS
+
+    @property
+    def threshold(self) -> float:
+        """The context size from which old outputs are cut: ``pct_of_window`` of ``context_window``."""
+        return self.context_window * self.pct_of_window / 100
 
 
 class ToolResultBudgetConfig(StrategyConfig):
@@ -149,7 +154,7 @@ def _truncator(config: TruncateConfig) -> NewContent:
 
 def truncate_old_outputs(view: ContextView, config: TruncateConfig) -> Compaction | None:
     """The truncation over the whole context: every compactable output but the last ``keep_recent``."""
-    if view.tokens < config.context_window * config.pct_of_window / 100:
+    if view.tokens < config.threshold:
         return None
     records = list(view.records)
     ids = _compactable_ids(records, config.compactable_tools)
@@ -185,10 +190,8 @@ class TruncState:
             record = records[index]
             if record.kind == "assistant":
                 self.ids.extend(b.id for b in record.tool_uses() if b.name in tools and b.id)
-            elif record.kind == "user":
-                for tool_use_id in {b.tool_use_id for b in record.tool_results()}:
-                    if tool_use_id is not None:
-                        self.results.setdefault(tool_use_id, []).append(index)
+            else:
+                index_results(self.results, index, record)
         self.context = records
 
     def truncate(self, view: ContextView, config: TruncateConfig) -> Compaction | None:
@@ -197,7 +200,7 @@ class TruncState:
         if not extends(records, self.context):
             self.reset()
         self.read(records, config.compactable_tools)
-        if view.tokens < config.context_window * config.pct_of_window / 100:
+        if view.tokens < config.threshold:
             return None
         cut = max(0, len(self.ids) - config.keep_recent)
         newly = self.ids[self.done : cut]

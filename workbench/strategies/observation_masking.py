@@ -35,7 +35,7 @@ from ..transcript.model import Block, Record
 from ..transcript.steps import is_real_assistant
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .registry import register
-from .rewrite import extends, in_place, rewrite_at
+from .rewrite import extends, in_place, index_results, rewrite_at
 
 __all__ = ["MaskState", "ObservationMasking", "ObservationMaskingConfig", "line_count", "masked_turn_ids"]
 
@@ -110,10 +110,8 @@ class MaskState:
                         return False
                     self.turns += not known
                     known.extend(ids)
-            elif record.kind == "user" and record.tool_results():
-                for tool_use_id in {b.tool_use_id for b in record.tool_results()}:
-                    if tool_use_id is not None:
-                        self.results.setdefault(tool_use_id, []).append(index)
+            else:
+                index_results(self.results, index, record)
         return True
 
     def newly_masked(self, records: Sequence[Record], config: ObservationMaskingConfig) -> set[str]:

@@ -13,7 +13,7 @@ from typing import Any
 from ..transcript.model import Block, Record
 from .base import Compaction
 
-__all__ = ["extends", "in_place", "rewrite_at", "rewrite_tool_results"]
+__all__ = ["extends", "in_place", "index_results", "rewrite_at", "rewrite_tool_results"]
 
 NewContent = Callable[[Block], Any | None]
 
@@ -54,6 +54,15 @@ def extends(records: Sequence[Record], context: Sequence[Record]) -> bool:
     """Whether ``records`` begin with ``context``'s very records (by identity, compared in C): what an
     incremental strategy's index of the context it last returned or saw still describes."""
     return len(records) >= len(context) and all(map(operator.is_, records, context))
+
+
+def index_results(results: dict[str, list[int]], index: int, record: Record) -> None:
+    """Note ``index`` under each tool_use id whose tool_result the user record ``record`` holds: where an
+    incremental state finds the records `rewrite_at` must look at for an id."""
+    if record.kind == "user":
+        for tool_use_id in {b.tool_use_id for b in record.tool_results()}:
+            if tool_use_id is not None:
+                results.setdefault(tool_use_id, []).append(index)
 
 
 def rewrite_at(
