@@ -7,6 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from workbench.memory import facts
 from workbench.memory.facts import SessionFacts, ToolCall, error_calls, first_error_line, one_line
 
 #: The definitions the helpers must keep matching exactly (the single patterns they were written as).
@@ -21,16 +22,21 @@ _PIECES = ["error", "Error:", "ERROR:", "**", "(", "0", "1", "9", " failure", " 
 _PIECES += ["failed", "panic:", "x", "_", "é", "ı", "ſ", "K", "\n", " ", ":", "-"]
 
 
-@given(st.text(alphabet=st.sampled_from([*_WHITESPACE, "a", "b", "é", "😀"]), max_size=30), st.integers(1, 12))
+@given(st.text(alphabet=st.sampled_from([*_WHITESPACE, "a", "b", "é", "😀"]), max_size=80), st.integers(-3, 24))
 def test_one_line_folds_whitespace_like_the_regex(text: str, limit: int) -> None:
+    """Also past ``2 * limit + 16`` characters, where only a prefix is folded first (and for the limits
+    below one that ``n - 140`` gives with a small ``max_item_chars``)."""
     folded = WS.sub(" ", text).strip()
-    expected = folded if len(folded) <= limit else folded[: limit - 1].rstrip() + "…"
+    expected = folded if len(folded) <= limit else folded[: max(0, limit - 1)].rstrip() + "…"
     assert one_line(text, limit) == expected
 
 
 def test_one_line_examples() -> None:
     assert one_line("  a\u2028\tb\xa0 c  ", 10) == "a b c"
     assert one_line("alpha beta gamma", 8) == "alpha b…"
+    # the folded prefix is exactly the limit long, the text goes on: clipped, not the prefix itself
+    assert one_line("abcde" + " " * 30 + "f", 5) == "abcd…"
+    assert one_line("abcde" + " " * 30, 5) == "abcde"
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=10).map("".join))
@@ -69,3 +75,29 @@ def test_shell_error_examples() -> None:
     assert not flagged("all 12 tests passed\nno problems")
     assert not flagged("0 errors, 0 failures")
     assert flagged("1 fa\u0130lure") and flagged("2 fa\u0131lures")  # İ and ı match i: non-ASCII is always scanned
+
+
+def test_the_fast_pattern_spells_each_letter_as_ignorecase_matches_it() -> None:
+    """`facts._ERROR_ANYWHERE` is the IGNORECASE pattern written case-sensitively: each letter class must be
+    the set of every Unicode character that IGNORECASE matches for that letter, and the pattern must start with
+    a character set (the regex engine's first-character skip)."""
+    everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    pattern = facts._ERROR_ANYWHERE.pattern
+    assert not facts._ERROR_ANYWHERE.flags & re.IGNORECASE and pattern.startswith("[Ee1-9]")
+    classes = set(re.findall(r"\[([^\]\\]+)\]", pattern)) - {"Ee1-9", "1-9"}
+    assert len(classes) == 9  # e, r, o, f, a, i, l, u, s
+    for members in classes:
+        letter = min(members, key=ord).lower()  # the ASCII capital sorts first
+        assert set(members) == set(re.findall(letter, everything, re.IGNORECASE)), letter
+        # what the substring test before the scan relies on: each member lowers to the letter
+        assert letter not in "rolue" or {m.lower() for m in members} == {letter}
+
+
+@given(
+    st.lists(
+        st.sampled_from([*_PIECES, "İ", "\u212a", "rror", "lure", "E", "5", "a1", "_2", "Fai", "ſ:", "٣"]), max_size=16
+    ).map("".join)
+)
+def test_the_fast_pattern_matches_where_the_ignorecase_one_does(text: str) -> None:
+    reference = re.compile(r"\b(?:error:|[1-9]\d* (?:failures?|errors?)\b)", re.IGNORECASE)
+    assert bool(facts._ERROR_ANYWHERE.search(text)) == bool(reference.search(text))
