@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.memory import facts
+from workbench.memory import facts as facts_module
 from workbench.memory.facts import SessionFacts, ToolCall, error_calls, first_error_line, one_line
 
 #: The definitions the helpers must keep matching exactly (the single patterns they were written as).
@@ -59,8 +59,9 @@ def test_error_line_examples() -> None:
     ).map("".join)
 )
 def test_a_shell_output_is_an_error_where_the_single_pattern_matches(text: str) -> None:
-    """Whole outputs, ASCII or not: the substring test that skips the scan on ASCII text without "error" or
-    "failure" must never hide a match (IGNORECASE also matches "ſ" for "s", "ı"/"İ" for "i", "K" for "k")."""
+    """Whole outputs, ASCII or not: the substring test that skips the scan of a text whose lowered form holds
+    neither "rror" nor "lure" must never hide a match (IGNORECASE also matches "ſ" for "s", "ı"/"İ" for "i",
+    "K" for "k")."""
     facts = SessionFacts(calls=(ToolCall(0, "Bash", {"command": "make"}, result=text),))
     assert bool(error_calls(facts)) == bool(ERROR_LINE.search(text))
 
@@ -74,16 +75,16 @@ def test_shell_error_examples() -> None:
     assert flagged("  Traceback (most recent call last):")
     assert not flagged("all 12 tests passed\nno problems")
     assert not flagged("0 errors, 0 failures")
-    assert flagged("1 fa\u0130lure") and flagged("2 fa\u0131lures")  # İ and ı match i: non-ASCII is always scanned
+    assert flagged("1 fa\u0130lure") and flagged("2 fa\u0131lures")  # İ and ı match i; "lure" is still there
 
 
 def test_the_fast_pattern_spells_each_letter_as_ignorecase_matches_it() -> None:
-    """`facts._ERROR_ANYWHERE` is the IGNORECASE pattern written case-sensitively: each letter class must be
-    the set of every Unicode character that IGNORECASE matches for that letter, and the pattern must start with
-    a character set (the regex engine's first-character skip)."""
+    """`workbench.memory.facts._ERROR_ANYWHERE` is the IGNORECASE pattern written case-sensitively: each
+    letter class must be the set of every Unicode character that IGNORECASE matches for that letter, and the
+    pattern must start with a character set (the regex engine's first-character skip)."""
     everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
-    pattern = facts._ERROR_ANYWHERE.pattern
-    assert not facts._ERROR_ANYWHERE.flags & re.IGNORECASE and pattern.startswith("[Ee1-9]")
+    pattern = facts_module._ERROR_ANYWHERE.pattern
+    assert not facts_module._ERROR_ANYWHERE.flags & re.IGNORECASE and pattern.startswith("[Ee1-9]")
     classes = set(re.findall(r"\[([^\]\\]+)\]", pattern)) - {"Ee1-9", "1-9"}
     assert len(classes) == 9  # e, r, o, f, a, i, l, u, s
     for members in classes:
@@ -100,4 +101,4 @@ def test_the_fast_pattern_spells_each_letter_as_ignorecase_matches_it() -> None:
 )
 def test_the_fast_pattern_matches_where_the_ignorecase_one_does(text: str) -> None:
     reference = re.compile(r"\b(?:error:|[1-9]\d* (?:failures?|errors?)\b)", re.IGNORECASE)
-    assert bool(facts._ERROR_ANYWHERE.search(text)) == bool(reference.search(text))
+    assert bool(facts_module._ERROR_ANYWHERE.search(text)) == bool(reference.search(text))
