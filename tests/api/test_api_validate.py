@@ -67,6 +67,24 @@ def test_final_tool_loop_must_start_with_thinking() -> None:
     assert validate(normalize(records), thinking=False) == []
 
 
+def test_a_loop_opened_by_the_first_response_after_a_compaction_is_exempt() -> None:
+    """After a summary (a user message) the recorded response that stands in for the model's first one opens
+    the loop; the rule exempts it when named in ``fresh_responses``, and only it: a kept response is not."""
+    records = [
+        user("summary of the earlier conversation"),
+        assistant("X", tool_use("a")),
+        user(tool_result("a")),
+        assistant("Y", tool_use("b")),
+        user(tool_result("b")),
+    ]
+    request = normalize(records)
+    assert [v.rule for v in validate(request, thinking=True)] == ["final_assistant_missing_thinking"]
+    assert validate(request, thinking=True, fresh_responses={"X"}) == []
+    assert [v.rule for v in validate(request, thinking=True, fresh_responses={"Y"})] == [
+        "final_assistant_missing_thinking"
+    ]
+
+
 def test_thinking_rule_skips_a_leading_whitespace_text_block() -> None:
     records = [user("q"), assistant("X", text("\n\n"), thinking(), tool_use("a")), user(tool_result("a"))]
     assert validate(normalize(records), thinking=True) == []

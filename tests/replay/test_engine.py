@@ -112,11 +112,13 @@ def test_the_hook_view_is_built_only_for_a_strategy_that_observes() -> None:
         engine._Prepared.view = original  # type: ignore[method-assign]
 
 
-def whole_check(context, *, thinking, original_thinking, memo, incremental):  # type: ignore[no-untyped-def]
+def whole_check(context, *, thinking, original_thinking, memo, incremental, fresh_responses):  # type: ignore[no-untyped-def]
     """The engine's request check done from scratch: no message memo, no incremental check."""
     from workbench.replay import validation
 
-    return validation.check_request(context, thinking=thinking, original_thinking=original_thinking)
+    return validation.check_request(
+        context, thinking=thinking, original_thinking=original_thinking, fresh_responses=fresh_responses
+    )
 
 
 def test_the_request_checks_message_memo_is_reused_and_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -15,8 +15,10 @@ from workbench.replay.validation import check_request
 from workbench.strategies import create
 
 
-def _from_scratch(context, *, thinking, original_thinking, memo, incremental):  # type: ignore[no-untyped-def]
-    return check_request(context, thinking=thinking, original_thinking=original_thinking)
+def _from_scratch(context, *, thinking, original_thinking, memo, incremental, fresh_responses):  # type: ignore[no-untyped-def]
+    return check_request(
+        context, thinking=thinking, original_thinking=original_thinking, fresh_responses=fresh_responses
+    )
 
 
 @pytest.mark.corpus

@@ -61,10 +61,12 @@ def test_real_sessions(big_sessions, name, config, expected) -> None:
     strategy = create(name, config)
     counts = []
     violations = 0
+    rules: set[str] = set()
     for session in big_sessions:
         result = replay_session(session, strategy)
         counts.append(len(result.events))
         violations += sum(e["violations"] for e in result.events) + sum(s["violations"] for s in result.steps)
+        rules |= {rule for s in result.steps for rule in s["violation_rules"].split(",") if rule}
         if not strategy.unsafe and expected is None:
             assert result.peak_context_tokens < 200_000
     if expected is not None:
@@ -73,5 +75,9 @@ def test_real_sessions(big_sessions, name, config, expected) -> None:
         assert all(c > 0 for c in counts)
     if strategy.unsafe and config is None:
         assert violations > 0  # the naive baselines do break the request
-    elif not (strategy.unsafe and config is None):
+    elif name == "langchain-trim":
+        # start_on=human keeps every tool pair, but on 8463c716 no window starts on a human message, the trim
+        # keeps nothing, and the next recorded response opens the request (trim_messages returns [] there)
+        assert rules == {"first_message_not_user"}
+    else:
         assert violations == 0

@@ -33,7 +33,7 @@ the engine also read only what changed (`workbench.strategies.observation_maskin
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from itertools import compress, count
 from operator import is_not
 from typing import Any
@@ -143,10 +143,11 @@ class IncrementalCheck:
         thinking: bool = False,
         original_thinking: Mapping[str, Any] | None = None,
         memo: MessageMemo | None = None,
+        fresh_responses: Container[str] = (),
     ) -> tuple[tuple[Violation, ...], int]:
         """The violations of the request ``records`` make and how many changes the repair makes."""
         request, keep = self._post(self._merge(records, memo))
-        violations = self._validate(request, keep, thinking, original_thinking)
+        violations = self._validate(request, keep, thinking, original_thinking, fresh_responses)
         return violations, self._repair(request, keep)
 
     # ------------------------------------------------------------------ 1. merging
@@ -209,7 +210,12 @@ class IncrementalCheck:
 
     # ------------------------------------------------------------------ 3. validation
     def _validate(
-        self, request: list[ApiMessage], keep: int, thinking: bool, original_thinking: Mapping[str, Any] | None
+        self,
+        request: list[ApiMessage],
+        keep: int,
+        thinking: bool,
+        original_thinking: Mapping[str, Any] | None,
+        fresh_responses: Container[str],
     ) -> tuple[Violation, ...]:
         cut = bisect_left(self._rule_at, keep)
         del self._rule_at[cut:], self._rules[cut:]
@@ -230,7 +236,12 @@ class IncrementalCheck:
             *first_message_rule(request),
             *self._rules,
             *self._pairs,
-            *request_end_rules(request, thinking=thinking, original_thinking=original_thinking),
+            *request_end_rules(
+                request,
+                thinking=thinking,
+                original_thinking=original_thinking,
+                fresh_responses=fresh_responses,
+            ),
         )
 
     # ------------------------------------------------------------------ 4. repair

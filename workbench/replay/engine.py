@@ -60,7 +60,7 @@ from ..transcript.steps import ApiCall, api_calls
 from .kept import Columns, KeptIndex, changes, first_positions
 from .rows import event_row, recorded_events
 from .sizes import CountTable, LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
-from .validation import IncrementalCheck, RequestCheck, check_request
+from .validation import IncrementalCheck, check_request
 
 __all__ = [
     "ReplayResult",
@@ -201,10 +201,12 @@ class _Cursor:
         self.pointer = 0
         self.removed = self.added = 0
         self.diverged = False
-        self.last_check: RequestCheck | None = None
         self.checker = IncrementalCheck()  # the last check, redone only where the context changed since
         self.previous_message_id: str | None = None
         self.pending: int | None = None  # removed tokens to use from the next call on (reproduced compaction)
+        # the message ids of the calls a compaction came right before: the recorded response stands in for the
+        # one the model would give from the compacted context (the thinking rule's `fresh_responses`)
+        self.fresh: set[str] = set()
 
     def fork(self, strategy: Strategy) -> _Cursor:
         """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists are
@@ -216,6 +218,7 @@ class _Cursor:
         clone.context = list(self.context)
         clone.sent_before = list(self.sent_before)
         clone.kept_index = self.kept_index.copy() if self.kept_index is not None else None
+        clone.fresh = set(self.fresh)
         clone.result = _relabeled(self.result, strategy)
         clone.checker = IncrementalCheck()
         return clone
@@ -253,7 +256,6 @@ class _Cursor:
                 compaction = strategy.compact_manual(view, self.state)  # the user's /compact is input
             if compaction is None:
                 compaction = strategy.compact(view, self.state)
-        check_now = self.last_check is None or bool(self.last_check.violations) or compaction is not None
         if compaction is not None:
             before_tokens = tokens
             dropped, new, kept = changes(self.context, compaction)
@@ -271,20 +273,24 @@ class _Cursor:
                 self.added += round(p.scale * sum(p.measure.count_many(new)))
             tokens = none_tokens - self.removed + self.added
             self.context = list(compaction.records)
+            if call.message_id is not None:
+                self.fresh.add(call.message_id)
             self.diverged = synced is None  # a reproduced compaction puts the replay back on the recording
         self.sent_before = list(self.context)
-        if check_now:
-            thinking = any(b.kind == "thinking" for i in call.indices for b in records[i].blocks)
-            if len(p.messages) > MESSAGE_MEMO_PER_RECORD * len(records) + MESSAGE_MEMO_SLACK:
-                p.messages.clear()  # a strategy that makes new records at every call would grow it per check
-            self.last_check = check_request(
-                self.context,
-                thinking=thinking,
-                original_thinking=p.originals,
-                memo=p.messages,
-                incremental=self.checker,
-            )
-        check = self.last_check
+        # Every request is checked, also where nothing was compacted: the records a recording appends can
+        # break an invariant themselves (an interrupted tool batch, a pair the recording lost), and a replay
+        # that checked only after compactions would charge that to the first strategy that compacts.
+        thinking = any(b.kind == "thinking" for i in call.indices for b in records[i].blocks)
+        if len(p.messages) > MESSAGE_MEMO_PER_RECORD * len(records) + MESSAGE_MEMO_SLACK:
+            p.messages.clear()  # a strategy that makes new records at every call would grow it per check
+        check = check_request(
+            self.context,
+            thinking=thinking,
+            original_thinking=p.originals,
+            memo=p.messages,
+            incremental=self.checker,
+            fresh_responses=self.fresh,
+        )
         if compaction is not None:
             self.result.events.append(
                 event_row(
@@ -311,9 +317,9 @@ class _Cursor:
                 "token_source": "estimated" if self.diverged else "recorded",
                 "context_records": len(self.context),
                 "compacted": compaction is not None,
-                "violations": len(check.violations) if check else 0,
-                "violation_rules": ",".join(sorted({v.rule for v in check.violations})) if check else "",
-                "repaired": check.repaired if check else 0,
+                "violations": len(check.violations),
+                "violation_rules": ",".join(sorted({v.rule for v in check.violations})),
+                "repaired": check.repaired,
                 # a session-memory extraction the hook ran before this call (its forked call, priced by cost.py)
                 **(extraction.columns if isinstance(extraction, ExtractionCall) else NO_EXTRACTION),
             }

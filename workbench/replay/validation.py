@@ -7,7 +7,7 @@ counted separately as ``repaired`` (each repair is information silently lost).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,22 +33,31 @@ def check_request(
     original_thinking: Mapping[str, Any] | None = None,
     memo: MessageMemo | None = None,
     incremental: IncrementalCheck | None = None,
+    fresh_responses: Container[str] = (),
 ) -> RequestCheck:
     """Normalize ``context`` (from its last compact boundary) and validate it; count what repair changes.
 
     ``thinking``: whether the call being made has thinking on (its recorded response has thinking).
     ``memo``: `normalize`'s, for a caller that checks the same records again and again.
+    ``fresh_responses``: message ids of the model's first responses after a compaction (the thinking rule
+    exempts a tool loop one of them opens, `workbench.api.validate`).
     ``incremental``: the check of the caller's previous context, to redo only what changed since (the same
     result, `workbench.api.incremental`).
     """
     if incremental is not None:
         start = incremental.request_start(context)
         found, repaired = incremental.check(
-            context[start:], thinking=thinking, original_thinking=original_thinking, memo=memo
+            context[start:],
+            thinking=thinking,
+            original_thinking=original_thinking,
+            memo=memo,
+            fresh_responses=fresh_responses,
         )
         return RequestCheck(found, repaired)
     start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
     request = normalize(context[start:], memo=memo)
-    violations = tuple(validate(request, thinking=thinking, original_thinking=original_thinking))
+    violations = tuple(
+        validate(request, thinking=thinking, original_thinking=original_thinking, fresh_responses=fresh_responses)
+    )
     _, repairs = repair(request)
     return RequestCheck(violations, len(repairs))

@@ -154,7 +154,12 @@ def _turn(view: ContextView, state: ClaudeCodeState) -> str | None:
 
 @register
 class ClaudeCode(Strategy):
+    """Flagged unsafe: its SM step is v2.1.88's cut as shipped (``sm-compact-reference``), which makes
+    requests the API rejects on the dev corpus's three real auto-compactions (the kept window opens the tool
+    loop without thinking). ``--set sm.thinking_aware=true`` adds our fix."""
+
     name = "claude-code"
+    unsafe = True
     description = (
         "Claude Code as the recorded version ran it: tool-result budget, microcompact, then auto-compact "
         "(SM first, then full); version=2.1.88 pins the reference."

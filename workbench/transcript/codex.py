@@ -24,6 +24,14 @@ parsed line, ``line`` = its exact text, ``timestamp`` = the line's):
   set (Anthropic keys: ``input_tokens`` = input − cached, ``cache_read_input_tokens`` = cached,
   ``output_tokens``) on the latest assistant record before it.
 
+* **One API response, one message id.** Codex writes one response as several items (a ``reasoning``, then
+  one ``function_call`` per tool of a parallel batch, or a ``message``) and records no response id. The
+  items of one response get a shared synthetic ``message_id`` (``<session>:response:<n>``), as Claude
+  Code's streamed records share ``message.id``: a response is the run of model-side items up to the next
+  input (a tool output, a user or developer message, a ``turn_context``, a compaction) or ``token_count``
+  event with usage, which Codex writes when a response ends. Without it a parallel batch would read as
+  several API calls, each an assistant message whose ``tool_use`` has no ``tool_result`` right after it.
+
 What the format lacks: message ids and uuids (positional ``<session>:<line>``); per-call usage only
 where ``token_count`` events were written; reasoning text is only a summary (or encrypted).
 """
@@ -188,6 +196,8 @@ class CodexRolloutLoader:
         records: list[Record] = []
         skipped: list[Skip] = []
         model = session_id = version = None
+        responses = 0  # synthetic message ids given so far
+        open_response = False  # whether the last model-side item's response can still grow
         for number, chunk in enumerate(lines, start=1):
             try:
                 obj = decode_json_line(chunk)
@@ -207,8 +217,15 @@ class CodexRolloutLoader:
                 version = version or _str(payload.get("cli_version"))
             if record.kind == "assistant" and model:
                 record = replace(record, model=model)
+            if record.kind == "assistant":
+                responses += not open_response
+                open_response = True
+                record = replace(record, message_id=f"{path.stem}:response:{responses}")
+            elif record.kind in ("user", "system", "turn_context"):
+                open_response = False
             if record.kind == "event_msg" and record.subtype == "token_count":
                 usage = _usage(payload.get("info"))
+                open_response = open_response and usage is None
                 target = next((i for i in range(len(records) - 1, -1, -1) if records[i].kind == "assistant"), None)
                 if usage and target is not None and records[target].usage is None:
                     records[target] = replace(records[target], usage=usage)
