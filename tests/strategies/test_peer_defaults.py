@@ -117,14 +117,15 @@ def test_gemini_json_sizes_are_each_records_and_bounded() -> None:
     """The content JSON sizes Gemini's split reads are remembered per record (the replay asks at every call
     past the threshold): the same as measuring each record, the same split with or without them, emptied
     past their bound."""
-    from workbench.strategies.gemini import JsonSizes
+    from workbench.strategies.gemini import GeminiState
 
     recs = records(6, 3, 2_000)
-    sizes = JsonSizes()
+    state = GeminiState()
+    sizes = state.sizes
     assert sizes.of(recs) == [len(r.content_json()) for r in recs] == sizes.of(recs)
     assert len(sizes.sizes) == len(recs)
     strategy = create("gemini-cli")
-    fresh, remembered = run("gemini-cli", recs, tokens=100_000), strategy.compact(view_of(recs, tokens=100_000), sizes)
+    fresh, remembered = run("gemini-cli", recs, tokens=100_000), strategy.compact(view_of(recs, tokens=100_000), state)
     assert fresh is not None and remembered is not None and fresh.start == remembered.start
     sizes.sizes.update({-k: (recs[0], 0) for k in range(1, 4 * len(recs) + 1_002)})  # past the bound
     assert sizes.of(recs) == [len(r.content_json()) for r in recs] and len(sizes.sizes) == len(recs)

@@ -21,14 +21,13 @@ summariser cannot overflow).
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .recent_window import is_prompt, user_note
+from .refill import RefillGuard, guarded
 from .registry import register
 
 __all__ = ["SUMMARY_PREFIX", "Codex", "CodexConfig"]
@@ -66,10 +65,14 @@ class Codex(Strategy):
     )
     Config = CodexConfig
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
+        return guarded(state, view, view.tokens >= self.config.limit, self._compact)
+
+    def _compact(self, view: ContextView) -> Compaction:
         config = self.config
-        if view.tokens < config.limit:
-            return None
         from ..summarize.offline import OfflineSummarizer
 
         records = list(view.records)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -37,6 +37,7 @@ from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
 from .recent_window import is_prompt
 from .records import compact_boundary, summary_message
+from .refill import RefillGuard, guarded
 from .registry import register
 from .rewrite import extends, in_place
 
@@ -296,9 +297,13 @@ class ServerCompact(Strategy):
     description = "Anthropic server-side compaction: at 150k input tokens replace everything by a compaction block."
     Config = ServerCompactConfig
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
-        if view.tokens < self.config.trigger.value:
-            return None
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
+        return guarded(state, view, view.tokens >= self.config.trigger.value, self._compact)
+
+    def _compact(self, view: ContextView) -> Compaction:
         from ..summarize.offline import OfflineSummarizer
 
         records = list(view.records)

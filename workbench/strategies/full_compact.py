@@ -30,6 +30,7 @@ from ..tokens.js import js_stringify, rough_tokens
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .records import compact_boundary, summary_message
+from .refill import RefillGuard, guarded
 from .registry import register
 from .triggers import AutoCompactTrigger, for_version
 from .versions import ClaudeCodeVersion, parse_version, version_constants
@@ -219,10 +220,13 @@ class FullCompact(Strategy):
         row = version_row(self.config.version, view)
         return for_version(self.config.trigger, row, view.model, window=view.window)
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
-        if not self.trigger_for(view).fires(view):
-            return None
-        return full_compaction(view, self.config, trigger="auto")
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
+        return guarded(
+            state, view, self.trigger_for(view).fires(view), lambda v: full_compaction(v, self.config, trigger="auto")
+        )
 
     def compact_manual(self, view: ContextView, state: Any) -> Compaction | None:
         """A recorded ``/compact``: compact now whatever the size (docs §5.1 step 13)."""

@@ -24,7 +24,7 @@ Tokens for the function-response budget are chars/4 (Gemini's own estimate is si
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, field
 
 from pydantic import Field
 
@@ -33,6 +33,7 @@ from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .recent_window import api_messages, assistant_note, user_note
+from .refill import RefillGuard, guarded
 from .registry import register
 
 __all__ = ["GeminiCli", "GeminiConfig", "find_compress_split_point"]
@@ -119,6 +120,14 @@ class JsonSizes:
         return out
 
 
+@dataclass
+class GeminiState:
+    """The record sizes memo and the refill stop (`workbench.strategies.refill`)."""
+
+    sizes: JsonSizes = field(default_factory=JsonSizes)
+    refill: RefillGuard = field(default_factory=RefillGuard)
+
+
 @register
 class GeminiCli(Strategy):
     """Gemini CLI compression at 0.5 of the window, keeping the last 30% of characters."""
@@ -127,13 +136,17 @@ class GeminiCli(Strategy):
     description = "Gemini CLI compression at 50% of the window: snapshot + last ~30% by chars, split at a user turn."
     Config = GeminiConfig
 
-    def new_state(self) -> JsonSizes:
-        return JsonSizes()
+    def new_state(self) -> GeminiState:
+        return GeminiState()
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def compact(self, view: ContextView, state: GeminiState | None) -> Compaction | None:
+        state = state if state is not None else GeminiState()
         config = self.config
-        if view.tokens < config.compression_threshold * config.context_window:
-            return None
+        fires = view.tokens >= config.compression_threshold * config.context_window
+        return guarded(state.refill, view, fires, lambda v: self._compress(v, state.sizes))
+
+    def _compress(self, view: ContextView, sizes: JsonSizes) -> Compaction | None:
+        config = self.config
         records, truncated = truncate_function_responses(
             view.records, config.function_response_token_budget, config.truncate_lines
         )
@@ -144,7 +157,7 @@ class GeminiCli(Strategy):
             history, pending = messages, len(records)
         if not history:
             return None
-        chars = (state if isinstance(state, JsonSizes) else JsonSizes()).of(records)
+        chars = sizes.of(records)
         sizes = [sum(chars[m.first : m.end]) for m in history]
         legal = [m.role == "user" and not m.has_tool_result for m in history]
         last = history[-1]

@@ -21,8 +21,6 @@ tool_result record) or one user record. Cutoffs are response starts, then moved 
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from ..api.normalize import is_sent
@@ -30,6 +28,7 @@ from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .openhands import _clipped
 from .recent_window import is_added, overhead, safe_cut, splice, user_note
+from .refill import RefillGuard, guarded
 from .registry import register
 
 __all__ = ["Letta", "LettaConfig"]
@@ -70,10 +69,15 @@ class Letta(Strategy):
     def post_tokens(self, view: ContextView, start: int) -> float:
         return (overhead(view) + sum(view.rough[start:])) * self.config.approx_safety_margin
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
         config = self.config
-        if view.tokens <= config.trigger_multiplier * config.context_window:
-            return None
+        return guarded(state, view, view.tokens > config.trigger_multiplier * config.context_window, self._compact)
+
+    def _compact(self, view: ContextView) -> Compaction | None:
+        config = self.config
         records = view.records
         goal = (1 - config.sliding_window_percentage) * config.context_window
         messages = letta_messages(view)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -48,6 +48,7 @@ from .recent_window import (
     step_starts,
     user_note,
 )
+from .refill import RefillGuard, guarded
 from .registry import register
 from .rewrite import extends, in_place, rewrite_tool_results
 
@@ -114,10 +115,15 @@ class OpenCode(Strategy):
     )
     Config = OpenCodeConfig
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
         config = self.config
-        if not config.auto or view.tokens < config.usable:
-            return None
+        return guarded(state, view, config.auto and view.tokens >= config.usable, self._compact)
+
+    def _compact(self, view: ContextView) -> Compaction:
+        config = self.config
         naive = tail_start(view, config.tail_tokens, config.tail_turns)
         start, fallbacks = shrinking_start(view, safe_cut(view.records, naive), config.usable)
         from ..summarize.offline import OfflineSummarizer

@@ -38,6 +38,7 @@ from ..api.normalize import is_sent
 from ..transcript.model import Block, Record
 from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .refill import RefillGuard, guarded
 from .registry import register
 
 __all__ = [
@@ -280,9 +281,14 @@ class RecentWindowConfig(WindowConfig):
     marker: str = Field("[Earlier conversation removed to fit the context window.]", min_length=1)
 
 
+def window_fires(view: ContextView, config: WindowConfig) -> bool:
+    """Whether the context is at or above the window's trigger."""
+    return view.tokens >= config.trigger_fraction * config.context_window
+
+
 def window_start(view: ContextView, config: WindowConfig) -> int | None:
     """The naive first kept index, or None below the trigger."""
-    if view.tokens < config.trigger_fraction * config.context_window:
+    if not window_fires(view, config):
         return None
     budget = int(config.keep_fraction * config.context_window) - overhead(view)
     return keep_newest(view.rough, max(0, budget))
@@ -300,7 +306,13 @@ class RecentWindow(Strategy):
     description = "Keep the newest records within 50% of the window once at 80%; cut only at API-safe points."
     Config = RecentWindowConfig
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
+        return guarded(state, view, window_fires(view, self.config), self._compact)
+
+    def _compact(self, view: ContextView) -> Compaction | None:
         naive = window_start(view, self.config)
         if naive is None:
             return None

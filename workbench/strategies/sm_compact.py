@@ -49,6 +49,7 @@ from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import FullCompactConfig, full_compaction
 from .records import compact_boundary, summary_message
+from .refill import RefillGuard, guarded
 from .registry import register
 from .triggers import AutoCompactTrigger
 
@@ -103,6 +104,9 @@ class SMState:
     history: list[dict[str, Any]] = field(default_factory=list)
     #: The last record the memory has seen; the next extraction reads only what came after it.
     last_extracted: Record | None = None
+    #: The refill stop of the ``sm-compact`` strategies (`workbench.strategies.refill`; ``claude-code`` has
+    #: its version's circuit breaker instead).
+    refill: RefillGuard = field(default_factory=RefillGuard)
 
 
 def _memory_api() -> Any:
@@ -281,9 +285,8 @@ class SMCompact(Strategy):
         return observe_sm(view, state)
 
     def compact(self, view: ContextView, state: SMState) -> Compaction | None:
-        if not self.config.trigger.is_above_threshold(view.tokens):
-            return None
-        return sm_compaction(view, state, self.config, adjust=self.adjust)
+        fires = self.config.trigger.is_above_threshold(view.tokens)
+        return guarded(state.refill, view, fires, lambda v: sm_compaction(v, state, self.config, adjust=self.adjust))
 
     def compact_manual(self, view: ContextView, state: SMState) -> Compaction | None:
         """``/compact`` without instructions: SM-compact first, no size check (docs §5.1 step 13)."""
@@ -296,7 +299,13 @@ class SMCompactReferenceConfig(SMCompactConfig):
 
 @register
 class SMCompactReference(SMCompact):
+    """v2.1.88's session-memory compaction as shipped. Flagged unsafe because Claude Code's own cut makes
+    requests the API rejects: on all three auto-compactions of the dev corpus's marot sessions its kept
+    window opens the running tool loop with a response that holds no thinking
+    (``final_assistant_missing_thinking``, 16 requests; `tests/replay/test_reality_check.py`)."""
+
     name = "sm-compact-reference"
+    unsafe = True
     description = (
         "Session-memory compaction exactly as Claude Code v2.1.88: adjustIndexToPreserveAPIInvariants only "
         "(its cut can open the kept tool loop without thinking)."

@@ -13,10 +13,9 @@ view's per-record ``rough`` counts plus the view's overhead (system prompt, tool
 
 from __future__ import annotations
 
-from typing import Any
-
 from .base import Compaction, ContextView, Strategy
-from .recent_window import WindowConfig, splice, window_start
+from .recent_window import WindowConfig, splice, window_fires, window_start
+from .refill import RefillGuard, guarded
 from .registry import register
 
 __all__ = ["TruncateOldest"]
@@ -31,7 +30,13 @@ class TruncateOldest(Strategy):
     unsafe = True
     Config = WindowConfig
 
-    def compact(self, view: ContextView, state: Any) -> Compaction | None:
+    def new_state(self) -> RefillGuard:
+        return RefillGuard()
+
+    def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
+        return guarded(state, view, window_fires(view, self.config), self._compact)
+
+    def _compact(self, view: ContextView) -> Compaction | None:
         start = window_start(view, self.config)
         if start is None or start <= 0:
             return None

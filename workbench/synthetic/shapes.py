@@ -1,0 +1,124 @@
+"""Claude Code-shaped sessions of the shapes users' histories have and the open corpus lacks, in memory.
+
+`shaped_session` builds one `Session` from a `Shape`: a resumed session or fragment whose first request
+already carries ``hidden_tokens`` the file does not hold (the replay counts them with the system prompt),
+a 1M-window model (``model`` with ``[1m]``; recorded usage above 200k), parallel tool batches written the
+way Claude Code streams them (one ``assistant`` record per block sharing ``message.id``, results interleaved
+right after their tool_use or after the batch), responses without thinking inside a tool loop, a huge tool
+result, and a recording that already breaks a pair (a tool_use whose result was never written, then a new
+prompt). Usage is consistent with the content: every call's prompt is ``hidden_tokens`` plus chars/4 of
+what was sent, as in `tests/replay/synthetic.py`. The facts behind the shapes: docs/claude-code-
+compaction.md §7.4 (streamed records), corpus/SOURCES.md (shape facts), the sessions `workbench check`
+reports (resumed and 1M sessions in claude-code-more).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from ..tokens.estimators import get_estimator
+from ..transcript.model import Block, Record, Session
+
+__all__ = ["Shape", "shaped_session"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one generated session looks like (see the module docstring)."""
+
+    calls: int = 30
+    batch: int = 1  # tool_use blocks per response (a parallel batch when > 1)
+    interleaved: bool = True  # results right after each tool_use record, else after the whole batch
+    thinking: float = 0.5  # share of responses inside a loop that start with thinking (loop openers always do)
+    result_chars: int = 4_000
+    huge_result_at: int | None = None  # the call whose first result is 600k characters
+    hidden_tokens: int = 15_000  # system prompt and tools, plus history the file does not hold when resumed
+    model: str = "claude-opus-4-6"
+    broken_at: int | None = None  # the call whose tool_use never gets a result (a new prompt follows)
+    prompt_every: int = 6  # a user prompt opens a new tool loop every this many calls
+    seed: int = 0
+
+
+def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
+    """One session of ``shape`` (deterministic for a shape)."""
+    rng = random.Random(shape.seed)
+    rough = get_estimator("claude-rough")
+    records: list[Record] = []
+    sent = 0  # chars/4 of what the records so far put into a request
+
+    def add(record: Record) -> None:
+        nonlocal sent
+        records.append(record)
+        sent += rough.count(record)
+
+    def record(kind: str, blocks: list[dict], *, mid: str | None = None, string: str | None = None) -> Record:
+        n = len(records)
+        return Record(
+            kind=kind,
+            uuid=f"{session_id}-{n}",
+            parent_uuid=records[-1].uuid if records else None,
+            role=kind,
+            message_id=mid,
+            timestamp=f"2026-11-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+            blocks=(Block.text_block(string),) if string is not None else tuple(Block.from_raw(b) for b in blocks),
+            string_content=string is not None,
+            has_content=True,
+            model=shape.model if kind == "assistant" else None,
+            session_id=session_id,
+            raw={"version": "2.1.88"},
+        )
+
+    def usage(output: int) -> dict[str, int]:
+        return {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": shape.hidden_tokens + sent,
+            "output_tokens": output,
+        }
+
+    for call in range(shape.calls):
+        opens = call % shape.prompt_every == 0
+        if opens:
+            add(record("user", [], string=f"Prompt {call}: fix the failing test in src/mod{call}.py"))
+        mid = f"msg_{session_id}_{call}"
+        blocks: list[dict] = []
+        if opens or rng.random() < shape.thinking:
+            blocks.append({"type": "thinking", "thinking": f"plan for call {call}", "signature": "sig"})
+        last = call == shape.calls - 1
+        uses = [
+            {"type": "tool_use", "id": f"toolu_{call}_{k}", "name": "Bash", "input": {"command": f"run {call}.{k}"}}
+            for k in range(0 if last else shape.batch)
+        ]
+        if last:
+            blocks.append({"type": "text", "text": "Done."})
+        at_usage = usage(40)
+        pending: list[Record] = []
+        for block in [*blocks, *uses]:
+            rec = record("assistant", [block], mid=mid)
+            add(replace(rec, usage=at_usage))
+            if block["type"] == "tool_use":
+                if call == shape.broken_at:
+                    continue
+                chars = 600_000 if call == shape.huge_result_at and block is uses[0] else shape.result_chars
+                content = f"ok {block['id']} " + "x" * chars
+                result = record("user", [{"type": "tool_result", "tool_use_id": block["id"], "content": content}])
+                if shape.interleaved:
+                    add(result)
+                else:
+                    pending.append(result)
+        for result in pending:
+            add(result)
+        if call == shape.broken_at:
+            add(record("user", [], string="[Request interrupted by user] Start again from the last step."))
+    return Session(
+        id=session_id,
+        records=tuple(records),
+        source=f"<shaped {session_id}>",
+        format="claude-code",
+        session_id=session_id,
+        models=(shape.model,),
+        client_version="2.1.88",
+        capabilities=frozenset({"usage", "message_ids", "uuids", "timestamps", "thinking"}),
+    )
+
