@@ -121,4 +121,3 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
         client_version="2.1.88",
         capabilities=frozenset({"usage", "message_ids", "uuids", "timestamps", "thinking"}),
     )
-
