@@ -27,7 +27,7 @@ from synthetic import make_session
 from workbench.api.normalize import is_sent
 from workbench.replay import replay_session
 from workbench.strategies import create
-from workbench.strategies.base import Compaction, ContextView, Strategy
+from workbench.strategies.base import Compaction, ContextView, Strategy, for_window
 from workbench.strategies.context_editing import ClearState, ClearThinking, ClearToolUses, cleared_record
 from workbench.strategies.microcompact import MicrocompactTruncate, TruncState, truncate_old_outputs
 from workbench.strategies.observation_masking import (
@@ -132,7 +132,7 @@ class WholeTruncate(MicrocompactTruncate):
         return None
 
     def compact(self, view: ContextView, state: None) -> Compaction | None:  # type: ignore[override]
-        return truncate_old_outputs(view, self.config)
+        return truncate_old_outputs(view, for_window(self.config, view))
 
 
 class WholeThinking(ClearThinking):

@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
@@ -29,6 +29,7 @@ __all__ = [
     "Strategy",
     "StrategyConfig",
     "config_hash",
+    "for_window",
     "prefix_key",
 ]
 
@@ -42,6 +43,9 @@ class StrategyConfig(BaseModel):
     """Base for every strategy config: frozen, unknown keys rejected, values validated."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+C = TypeVar("C", bound=StrategyConfig)
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,18 @@ class Strategy:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config!r})"
+
+
+def for_window(config: C, view: ContextView) -> C:
+    """``config`` with ``context_window`` set to the window the recording proves (`ContextView.window`: 1M when
+    a recorded request exceeded 200k), when the config has that field and it was not set explicitly. A peer
+    runs against its model's window; 200k is only the default for a model whose window the recording does
+    not show, and thresholds of a 200k window on a 1M session fire at a fifth of the real size."""
+    window = view.window
+    fields = type(config).model_fields
+    if window is None or "context_window" not in fields or "context_window" in config.model_fields_set:
+        return config
+    return config.model_copy(update={"context_window": window})
 
 
 def dropped_uuids(records: Sequence[Record]) -> tuple[str | None, ...]:

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .recent_window import is_prompt, user_note
 from .refill import RefillGuard, guarded
 from .registry import register
@@ -69,7 +69,7 @@ class Codex(Strategy):
         return RefillGuard()
 
     def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
-        return guarded(state, view, view.tokens >= self.config.limit, self._compact)
+        return guarded(state, view, view.tokens >= for_window(self.config, view).limit, self._compact)
 
     def _compact(self, view: ContextView) -> Compaction:
         config = self.config

@@ -31,7 +31,7 @@ from pydantic import Field
 from ..tokens.estimators import get_estimator
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .recent_window import api_messages, assistant_note, user_note
 from .refill import RefillGuard, guarded
 from .registry import register
@@ -141,7 +141,7 @@ class GeminiCli(Strategy):
 
     def compact(self, view: ContextView, state: GeminiState | None) -> Compaction | None:
         state = state if state is not None else GeminiState()
-        config = self.config
+        config = for_window(self.config, view)
         fires = view.tokens >= config.compression_threshold * config.context_window
         return guarded(state.refill, view, fires, lambda v: self._compress(v, state.sizes))
 

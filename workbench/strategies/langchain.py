@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 
 from ..api.normalize import is_sent
 from ..transcript.steps import api_calls
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .recent_window import is_added, keep_newest, safe_cut, splice, user_note
 from .registry import register
 
@@ -184,10 +184,10 @@ class LangChainSummarization(Strategy):
             return count >= value
         if kind == "tokens":
             return view.tokens >= value
-        return view.tokens >= value * self.config.context_window
+        return view.tokens >= value * for_window(self.config, view).context_window
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
-        config = self.config
+        config = for_window(self.config, view)
         if config.trigger is None:
             return None
         messages = lc_messages(view)

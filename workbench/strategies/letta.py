@@ -25,7 +25,7 @@ from pydantic import Field
 
 from ..api.normalize import is_sent
 from ..transcript.steps import api_calls
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .openhands import _clipped
 from .recent_window import is_added, overhead, safe_cut, splice, user_note
 from .refill import RefillGuard, guarded
@@ -73,11 +73,11 @@ class Letta(Strategy):
         return RefillGuard()
 
     def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
-        config = self.config
+        config = for_window(self.config, view)
         return guarded(state, view, view.tokens > config.trigger_multiplier * config.context_window, self._compact)
 
     def _compact(self, view: ContextView) -> Compaction | None:
-        config = self.config
+        config = for_window(self.config, view)
         records = view.records
         goal = (1 - config.sliding_window_percentage) * config.context_window
         messages = letta_messages(view)

@@ -24,7 +24,7 @@ from pydantic import Field
 from ..tokens.js import js_len, rough_tokens
 from ..tokens.walk import IMAGE_TOKENS
 from ..transcript.model import Block, Record
-from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
+from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig, for_window
 from .registry import register
 from .rewrite import NewContent, extends, in_place, index_results, rewrite_at, rewrite_tool_results
 
@@ -287,4 +287,4 @@ class MicrocompactTruncate(Strategy):
         return TruncState()
 
     def compact(self, view: ContextView, state: TruncState) -> Compaction | None:
-        return state.truncate(view, self.config)
+        return state.truncate(view, for_window(self.config, view))

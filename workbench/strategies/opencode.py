@@ -37,7 +37,7 @@ from pydantic import Field
 
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
-from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig
+from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig, for_window
 from .recent_window import (
     is_added,
     is_prompt,
@@ -119,11 +119,11 @@ class OpenCode(Strategy):
         return RefillGuard()
 
     def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
-        config = self.config
+        config = for_window(self.config, view)
         return guarded(state, view, config.auto and view.tokens >= config.usable, self._compact)
 
     def _compact(self, view: ContextView) -> Compaction:
-        config = self.config
+        config = for_window(self.config, view)
         naive = tail_start(view, config.tail_tokens, config.tail_turns)
         start, fallbacks = shrinking_start(view, safe_cut(view.records, naive), config.usable)
         from ..summarize.offline import OfflineSummarizer

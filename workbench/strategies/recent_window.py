@@ -37,7 +37,7 @@ from ..api.invariants import adjust_for_thinking
 from ..api.normalize import is_sent
 from ..transcript.model import Block, Record
 from ..transcript.steps import api_calls
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .refill import RefillGuard, guarded
 from .registry import register
 
@@ -310,10 +310,10 @@ class RecentWindow(Strategy):
         return RefillGuard()
 
     def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
-        return guarded(state, view, window_fires(view, self.config), self._compact)
+        return guarded(state, view, window_fires(view, for_window(self.config, view)), self._compact)
 
     def _compact(self, view: ContextView) -> Compaction | None:
-        naive = window_start(view, self.config)
+        naive = window_start(view, for_window(self.config, view))
         if naive is None:
             return None
         start = safe_cut(view.records, naive)

@@ -46,7 +46,7 @@ from pydantic import Field, model_validator
 from ..memory.fork import ExtractionCall, extraction_call
 from ..tokens.estimators import estimate_message_tokens
 from ..transcript.model import Record
-from .base import Compaction, ContextView, Strategy, StrategyConfig
+from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .full_compact import FullCompactConfig, full_compaction
 from .records import compact_boundary, summary_message
 from .refill import RefillGuard, guarded
@@ -285,7 +285,7 @@ class SMCompact(Strategy):
         return observe_sm(view, state)
 
     def compact(self, view: ContextView, state: SMState) -> Compaction | None:
-        fires = self.config.trigger.is_above_threshold(view.tokens)
+        fires = for_window(self.config.trigger, view).is_above_threshold(view.tokens)
         return guarded(state.refill, view, fires, lambda v: sm_compaction(v, state, self.config, adjust=self.adjust))
 
     def compact_manual(self, view: ContextView, state: SMState) -> Compaction | None:

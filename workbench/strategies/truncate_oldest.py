@@ -13,7 +13,7 @@ view's per-record ``rough`` counts plus the view's overhead (system prompt, tool
 
 from __future__ import annotations
 
-from .base import Compaction, ContextView, Strategy
+from .base import Compaction, ContextView, Strategy, for_window
 from .recent_window import WindowConfig, splice, window_fires, window_start
 from .refill import RefillGuard, guarded
 from .registry import register
@@ -34,10 +34,10 @@ class TruncateOldest(Strategy):
         return RefillGuard()
 
     def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
-        return guarded(state, view, window_fires(view, self.config), self._compact)
+        return guarded(state, view, window_fires(view, for_window(self.config, view)), self._compact)
 
     def _compact(self, view: ContextView) -> Compaction | None:
-        start = window_start(view, self.config)
+        start = window_start(view, for_window(self.config, view))
         if start is None or start <= 0:
             return None
         return splice(view, start, kind=self.name, trigger="tokens")
