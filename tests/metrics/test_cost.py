@@ -232,3 +232,19 @@ def test_miss_causes_on_the_corpus(all_claude_sessions):
     assert lines[498] == "rejected tool use + task-notification"
     assert lines[1261] == "compaction"
     assert miss_causes(by_id["d6e0bada-1959-4eec-a9d2-0bfade768d8f"])["cause"].tolist() == ["tool list changed (/mcp)"]
+
+
+def test_models_the_table_lacks_are_priced_from_the_price_database() -> None:
+    """GPT models of Codex rollouts and gateway ids come from genai-prices' shipped snapshot; the Claude rows
+    stay the table's (equal to ccusage); a model neither knows stays unpriced."""
+    from workbench.metrics.pricing import known_price, load_pricing, tokens_dollars
+
+    table = load_pricing()
+    assert known_price("claude-opus-4-6", table) is table["claude-opus-4-6"]
+    codex = known_price("gpt-5-codex", table)
+    assert codex is not None and codex.source.startswith("genai-prices")
+    assert codex.output > codex.input > codex.cache_read > 0
+    assert tokens_dollars(codex, input=1_000_000) == codex.input
+    gateway = known_price("claude-opus-4.6-1m", table)
+    assert gateway is not None and (gateway.input, gateway.output) == (5.0, 25.0)
+    assert known_price("acme-internal-7b", table) is None

@@ -130,15 +130,21 @@ def test_sessions_indexing(corpus):
         wb.load(DATA / "missing", progress=False)
 
 
-def test_unpriced_sessions_leave_the_pooled_cost_unknown(runs):
-    """A config's pooled cost is the sum over its sessions; one unpriced session makes it NaN, not smaller."""
+def test_an_unpriced_session_is_counted_not_a_null_total(runs):
+    """A config's pooled cost is the sum over its priced sessions, and ``unpriced_sessions`` says how many it
+    leaves out: one unpriced session neither nulls the total nor hides."""
     from workbench.experiments.tables import config_table
 
     cells = runs.summary(by="session")
+    first = cells.iloc[0]["config_hash"]
+    priced = config_table(cells).set_index("config_hash")
     cells.loc[cells.index[0], "cost_usd"] = float("nan")
     table = config_table(cells).set_index("config_hash")
-    assert pd.isna(table.loc[cells.iloc[0]["config_hash"], "cost_usd"])
-    assert table["cost_usd"].notna().sum() == 2
+    assert table.loc[first, "cost_usd"] == pytest.approx(
+        priced.loc[first, "cost_usd"] - runs.summary(by="session").iloc[0]["cost_usd"]
+    )
+    assert table.loc[first, "unpriced_sessions"] == 1 and (table.drop(first)["unpriced_sessions"] == 0).all()
+    assert table["cost_usd"].notna().all()
 
 
 def test_import_is_cheap_and_verbs_stand_for_their_modules():

@@ -198,10 +198,14 @@ def config_table(cells: pd.DataFrame) -> pd.DataFrame:
         if c in cells.columns
     }
     grouped = cells.groupby(["strategy", "config_hash"], sort=True)
-    for column in ("cost_usd", "summarizer_cost_usd", "memory_cost_usd"):  # an unpriced session: unknown, not smaller
+    for column in ("cost_usd", "summarizer_cost_usd", "memory_cost_usd"):  # the priced sessions' sum
         if column in sums:
-            sums[column] = lambda c: c.sum(min_count=len(c))  # type: ignore[assignment]
+            sums[column] = lambda c: c.sum(min_count=1)  # type: ignore[assignment]
     out = grouped.agg({**sums, "peak_context_tokens": "max", "config_json": "first"})
+    if "cost_usd" in cells.columns:  # how many sessions the cost sums leave out (no price for their model)
+        from ..metrics.cost import unpriced_count
+
+        out["unpriced_sessions"] = grouped["cost_usd"].agg(unpriced_count)
     # sessions are (id, source file): copies of one session id count once each
     identity = cells.assign(
         _session=list(zip(cells["session_id"], cells.get("source", cells["session_id"]), strict=True))

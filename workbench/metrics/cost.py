@@ -77,6 +77,7 @@ __all__ = [
     "price_for",
     "session_call_info",
     "simulate_cache",
+    "unpriced_count",
 ]
 
 
@@ -279,3 +280,8 @@ def cost_sessions(
 
 # Calibration has its own module, which uses `cost_steps`: imported last, so either module can load first.
 from .calibration import calibrate_cost, dollar_weighted_error  # noqa: E402
+
+
+def unpriced_count(column: pd.Series) -> int:
+    """How many sessions a cost column leaves out of its sum (null: no price for the session's model)."""
+    return int(pd.to_numeric(column, errors="coerce").isna().sum())

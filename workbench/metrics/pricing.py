@@ -2,6 +2,14 @@
 date and the source), the lookup by model id (exact, then by family without the date suffix) and
 `tokens_dollars`, the price of one response's tokens.
 
+**Models the table lacks** (what users run through these agents: GPT models in Codex rollouts,
+``deepseek-v4-flash``, ``claude-opus-4.6-1m`` ids of third-party gateways, Gemini models) are priced from
+`genai-prices <https://github.com/pydantic/genai-prices>`_, pydantic's maintained price database, read
+offline from the snapshot its package ships (`database_price`). The table stays first for the Claude rows so
+that ``recorded_cost_usd`` stays equal to ccusage (README, Metrics); the database prices a model the table
+lacks with its own base and 200k-tier rates, through `tokens_dollars` like every other row. A model neither
+knows is unpriced: its cost is null, never a made-up number.
+
 **Long context.** Models with a 1M-token context window (Sonnet 4 and 4.5 in the table) charge more for
 tokens beyond 200k. `tokens_dollars` applies it the way ccusage 20 does (``rust/crates/ccusage/src/cost.rs``,
 ``tiered_cost``, read at ryoppippi/ccusage@5816e640): *each token kind of one response separately* — the
@@ -18,6 +26,7 @@ import csv
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -25,6 +34,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "LONG_CONTEXT_THRESHOLD",
     "Price",
+    "database_price",
     "known_price",
     "load_pricing",
     "price_for",
@@ -53,6 +63,7 @@ class Price:
     cache_write_1h_200k: float | None = None
     cache_read_200k: float | None = None
     output_200k: float | None = None
+    source: str = "table"  # "table" (workbench/data/pricing.csv) or "genai-prices <version>"
 
 
 _KINDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
@@ -118,8 +129,8 @@ def price_for(model: str | None, pricing: Mapping[str, Price] | None = None, def
 
 
 def known_price(model: Any, pricing: Mapping[str, Price]) -> Price | None:
-    """The price of a *named* model (exact, then family without date suffix); None when the model is
-    not in the table (e.g. a GPT model in a SWE-agent trajectory) or unnamed."""
+    """The price of a *named* model: the table (exact, then family without date suffix), else the price
+    database (`database_price`); None when neither knows it or the model is unnamed."""
     if not isinstance(model, str) or not model:  # formats without a model name (NaN in frames)
         return None
     if model in pricing:
@@ -128,7 +139,54 @@ def known_price(model: Any, pricing: Mapping[str, Price]) -> Price | None:
     for name, price in pricing.items():
         if name.startswith(stem) or name.rstrip("-0123456789") == stem:
             return price
-    return None
+    return database_price(model)
+
+
+@lru_cache(maxsize=1024)
+def database_price(model: str) -> Price | None:
+    """``model``'s price from genai-prices' shipped snapshot (no network), or None when it does not know the
+    model. Cache writes it does not list are priced as input (5 minutes) and as the 5-minute write (1 hour);
+    cache reads it does not list as input; a tier starting at 200k tokens is the long-context rate."""
+    try:
+        from genai_prices import Usage, __version__, calc_price
+    except ImportError:  # pragma: no cover (a hard dependency; an install without it prices the table only)
+        return None
+    try:
+        found = calc_price(Usage(input_tokens=1), model).model_price
+    except LookupError:
+        return None
+
+    def rate(name: str) -> tuple[float | None, float | None]:
+        value = getattr(found, name, None)
+        if value is None:
+            return None, None
+        if hasattr(value, "tiers"):
+            above = next((t.price for t in value.tiers if t.start == LONG_CONTEXT_THRESHOLD), None)
+            return float(value.base), float(above) if above is not None else None
+        return float(value), None
+
+    (base_in, in_200k), (base_out, out_200k) = rate("input_mtok"), rate("output_mtok")
+    if base_in is None or base_out is None:
+        return None
+    write, write_200k = rate("cache_write_mtok")
+    write_1h, write_1h_200k = rate("cache_write_1h_mtok")
+    read, read_200k = rate("cache_read_mtok")
+    write = base_in if write is None else write
+    return Price(
+        model,
+        base_in,
+        write,
+        write if write_1h is None else write_1h,
+        base_in if read is None else read,
+        base_out,
+        True,
+        in_200k,
+        write_200k,
+        write_1h_200k,
+        read_200k,
+        out_200k,
+        source=f"genai-prices {__version__}",
+    )
 
 
 def price_or_none(model: Any, pricing: Mapping[str, Price], default: str) -> Price | None:
