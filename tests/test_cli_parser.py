@@ -20,13 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 
 # Every command's options as typer's ``--help`` listed them before the move (short names included), and
-# ``--workers`` of ``ingest`` and ``replay``, added since.
+# ``--workers`` of ``ingest`` and ``replay`` and the ``check`` command, added since.
 OPTIONS = {
     "ingest": {"--workers", "--json", "--format"},
     "tokens": {"-e", "--estimator", "--json", "--format"},
     "export": {"--out", "--force", "--json", "--format"},
     "validate": {"--no-repair", "--json", "--format"},
     "invariants": {"--json", "--format"},
+    "check": {"-s", "--strategy", "--json", "--format"},
     "strategies": {"--json"},
     "replay": {"-s", "--strategy", "--set", "--estimator", "--out", "--process", "--workers", "--json", "--format"},
     "recovery": {"--estimator", "--validate", "--json", "--format"},
@@ -60,6 +61,7 @@ OPTIONS = {
 }
 # The least a command runs with: its required arguments.
 MINIMAL = {
+    "check": ["p"],
     "export": ["p", "--out", "o"],
     "replay": ["p", "-s", "none"],
     "report": ["d"],

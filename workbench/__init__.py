@@ -13,6 +13,7 @@ One import for notebooks and scripts (the engines stay importable from their mod
     runs.save("results/mine"); wb.report("results/mine")     # `workbench report`
     wb.widgets.keep_window(corpus.largest())                 # notebook widgets
     wb.invariants(corpus).table                              # the naive-cut study (`workbench invariants`)
+    wb.check("~/.claude/projects")                           # what can and cannot be modelled (`workbench check`)
 
 Your own strategy: subclass `wb.Strategy` (a frozen `wb.StrategyConfig`, ``compact`` returning a
 `wb.Compaction` or None), pass the class to `wb.replay`, or `wb.register` it to use its name in sweeps.
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         Report,
         Runs,
         Sessions,
+        check,
         invariants,
         load,
         replay,
@@ -71,6 +73,7 @@ __all__ = [
     "StrategyConfig",
     "TuneResult",
     "__version__",
+    "check",
     "config_label",
     "invariants",
     "load",
@@ -94,7 +97,7 @@ _LAZY = {
     "config_label": "workbench.strategies.labels",
     "TuneResult": "workbench.experiments.tune_result",
     **{name: "workbench._public" for name in ("PlotAccessor", "Report", "Runs", "Sessions", "load", "strategy")},
-    **{name: "workbench._public" for name in ("InvariantStudy", "invariants", "sweep", "tune")},
+    **{name: "workbench._public" for name in ("InvariantStudy", "check", "invariants", "sweep", "tune")},
 }
 
 

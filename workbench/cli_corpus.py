@@ -1,4 +1,4 @@
-"""``workbench ingest``, ``tokens``, ``export``, ``validate`` and ``invariants``: the commands over
+"""``workbench ingest``, ``tokens``, ``export``, ``validate``, ``invariants`` and ``check``: the commands over
 transcripts (rows of `COMMANDS`, the table `workbench.cli` builds its parser from).
 
 Importing this module costs nothing beyond `workbench.cli_common`: each command imports what it needs
@@ -228,6 +228,51 @@ def invariants(paths: list[Path], as_json: bool = False, fmt: str | None = None)
     _finish(failures, len(used))
 
 
+def check(paths: list[Path], strategy: list[str] | None = None, as_json: bool = False, fmt: str | None = None) -> None:
+    """What the workbench can and cannot model of a history: one row per session (format, Claude Code versions,
+    models and prices, window, history the file does not hold, what the recording itself breaks, strategies
+    that add rejected requests or loop, unknown record types) and a summary line."""
+    from .experiments.check import check_session, default_strategies, summary
+    from .isolation import fold_sessions
+    from .strategies.registry import strategies
+
+    known = strategies()
+    names = strategy or default_strategies()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        fail(f"unknown strategy {', '.join(unknown)} (see `workbench strategies`)", 2)
+    stream = _Stream(paths, fmt)
+    failures: list[SessionFailure] = []
+    rows = []
+    used = fold_sessions(lambda s: rows.append(check_session(s, names)), stream.sessions(), failures, progress="check")
+    stream.fail_if_nothing()
+    totals = summary(rows)
+    unsafe = sorted(n for n in names if known[n].unsafe)
+    data = {"summary": {**totals, "unsafe": unsafe}, "sessions": [r.as_dict() for r in rows]}
+    data["failed"] = [f.as_dict() for f in failures]
+    human = [
+        f"{totals['sessions']} sessions ({', '.join(f'{n} {k}' for k, n in totals['formats'].items())}), "
+        f"{totals['fully_modelled']} fully modelled; {totals['resumed_sessions']} start with history the file "
+        f"does not hold, {totals['window_1m_sessions']} 1M-window, {totals['unpriced_sessions']} unpriced"
+        + (f" ({', '.join(totals['unpriced_models'])})" if totals["unpriced_models"] else "")
+        + f", {totals['recording_violation_sessions']} break an API rule as recorded"
+        + (
+            f"; versions newer than the table: {', '.join(totals['unknown_versions'])}"
+            if totals["unknown_versions"]
+            else ""
+        )
+    ]
+    for name, n in sorted(totals["sessions_with_added_violations"].items()):
+        human.append(f"  {name}{' (unsafe)' if name in unsafe else ''} adds rejected requests in {n} sessions")
+    for name, n in sorted(totals["sessions_with_loops"].items()):
+        human.append(f"  {name} loops (more than 3 ineffective compactions in a row) in {n} sessions")
+    for row in rows:
+        if row.problems:
+            human.append(f"{row.file or row.session_id}: {'; '.join(row.problems)}")
+    _emit(data, as_json, "\n".join(human))
+    _finish(failures, len(used))
+
+
 COMMANDS = (
     Command(
         "ingest",
@@ -283,4 +328,20 @@ COMMANDS = (
         ),
     ),
     Command("invariants", invariants, (PATHS, JSON, FORMAT)),
+    Command(
+        "check",
+        check,
+        (
+            PATHS,
+            arg(
+                "-s",
+                "--strategy",
+                action="append",
+                metavar="NAME",
+                help="Check only this strategy (repeatable; default: every registered strategy).",
+            ),
+            JSON,
+            FORMAT,
+        ),
+    ),
 )

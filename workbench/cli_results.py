@@ -21,6 +21,7 @@ from .cli_common import (
     _values,
     arg,
     at_least_one,
+    echo,
     fail,
 )
 
@@ -65,6 +66,7 @@ def replay(
 
     from .isolation import stream_groups, stream_sessions
     from .replay import replay_session
+    from .replay.facts import warning_lines
     from .strategies import create
 
     try:
@@ -90,6 +92,7 @@ def replay(
         "naive_start",
     )
     rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
     writer = None
     if out is not None:  # pandas and pyarrow only for --out (importing them is ~0.6 s of every replay)
         from .replay.frames import FrameWriter
@@ -129,6 +132,7 @@ def replay(
                 )
             )
         for result in results:
+            warnings.extend(warning_lines([result]))
             rows.append(
                 {
                     "session_id": result.session_id,
@@ -153,6 +157,7 @@ def replay(
         "config": instance.config.model_dump(mode="json"),
         "sessions": rows,
         "failed": [f.as_dict() for f in failures],
+        "warnings": warnings,
     }
     if out is not None and rows:
         from .run_folders import write_manifest
@@ -165,6 +170,13 @@ def replay(
         for s in data["sessions"]
     ]
     _emit(data, as_json, "\n".join(lines))
+    if warnings and not as_json:
+        echo(
+            f"{len(warnings)} of {len(rows)} sessions rest on what a replay cannot fully model (`workbench check`):",
+            err=True,
+        )
+        for line in warnings:
+            echo(f"  {line}", err=True)
     _finish(failures, len(rows))
 
 

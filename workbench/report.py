@@ -32,7 +32,7 @@ import pandas as pd
 
 from .metrics._common import KEYS, share
 from .metrics.calibration import dollar_weighted_error
-from .metrics.cost import load_pricing
+from .metrics.cost import load_pricing, unpriced_count
 from .metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
 from .metrics.expected_recovery import expected_recovery_sessions
 from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
@@ -41,6 +41,7 @@ from .metrics.identity import SessionKeys
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
 from .metrics.uncertainty import CI_METRICS, bootstrap_intervals, few_sessions_note, paired_differences
 from .metrics.validity import validity_sessions
+from .replay.facts import warning_summary
 from .report_render import render_report
 from .report_sessions import SessionTables, held_sessions, input_groups
 from .run_folders import load_results, with_labels, write_manifest
@@ -111,6 +112,7 @@ def report(
             "recovery": [],
             "calibration": [],
             "notes": [*notes, "no steps.parquet found"],
+            "warnings": [],
         }
     keys = SessionKeys.of(steps, events)  # a session is (id, file): duplicated ids get per-file keys
     steps, events = keys.relabel(steps), keys.relabel(events)
@@ -129,6 +131,8 @@ def report(
             "with inputs): their fidelity is None and their cost omits output tokens"
         )
     notes.extend(keys.notes())
+    warnings = [found.warnings[k] for k in found_ids if k in found.warnings]
+    notes.extend(warning_summary(warnings, len(found_ids)))
     if "none" not in set(steps["strategy"]) and not found_ids:
         notes.append(
             "no `none` run and no sessions: tokens saved by `recorded` are measured against its own compacted context"
@@ -233,6 +237,7 @@ def report(
         "calibration": _records(calibration),
         **({"probes": probed} if probed is not None else {}),
         "notes": notes,
+        "warnings": warnings,
     }
 
 
@@ -309,15 +314,17 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         compaction_violations=("compaction_violations", "sum"),
         repairs=("repairs", "sum"),
         fallbacks=("fallbacks", "sum"),
-        cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # unpriced sessions stay NaN
+        # the priced sessions' sum (the same sessions are priced for every strategy); how many are not, beside it
+        cost_usd=("cost_usd", lambda c: _available_sum(c)),
+        unpriced_sessions=("cost_usd", unpriced_count),
         summarizer_cost_usd=("summarizer_cost_usd", "sum"),
         memory_extractions=("memory_extractions", "sum"),
-        memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),
+        memory_cost_usd=("memory_cost_usd", lambda c: _available_sum(c)),
         expected_recovery_calls=("expected_recovery_calls", lambda c: _available_sum(c)),
         expected_recovery_tokens=("expected_recovery_tokens", lambda c: _available_sum(c)),
         expected_recovery_files=("expected_recovery_files", lambda c: _available_sum(c)),
         recovery_cost_usd=("recovery_cost_usd", lambda c: _available_sum(c)),
-        total_cost_usd=("total_cost_usd", lambda c: c.sum(min_count=len(c))),
+        total_cost_usd=("total_cost_usd", lambda c: _available_sum(c)),
         measured_recovery_tokens=("measured_recovery_tokens", lambda c: _available_sum(c)),
         measured_recovery_calls=("measured_recovery_calls", lambda c: _available_sum(c)),
     ).reset_index()

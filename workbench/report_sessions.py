@@ -123,6 +123,9 @@ class SessionTables:
         self.modelled: dict[str, pd.DataFrame] = {}
         self.headers: dict[str, Session] = {}
         self.calibration: dict[str, CalibrationFacts] = {}
+        #: ``{key: line}``: sessions whose results rest on what a replay cannot fully model
+        #: (`workbench.replay.facts.warning_lines`)
+        self.warnings: dict[str, str] = {}
 
     def add_groups(self, groups: Iterable[list[tuple[Rank, Session]]]) -> SessionTables:
         """`add_group` for each group, dropping it before the next is read."""
@@ -153,6 +156,11 @@ class SessionTables:
         return frame.iloc[at[key]] if key in at else frame.iloc[:0]
 
     def _add_session(self, key: str, session: Session) -> None:
+        from .replay.engine import session_facts
+
+        notes = session_facts(session).notes()
+        if notes:
+            self.warnings[key] = f"{session.source or session.id}: {'; '.join(notes)}"
         steps = self._rows_of(self.steps, self._steps_at, key)
         events = self._rows_of(self.events, self._events_at, key)
         self.bills[key] = bill_row(session, self.pricing)

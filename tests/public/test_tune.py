@@ -60,10 +60,12 @@ def test_api_tune_constraints_and_objective(tmp_path):
     table = result.table
     assert len(table) == 4 + 1  # the grid and the base config (the reference)
     assert result.reference is not None and result.reference["label"] == "sm-compact"
-    assert (table["feasible"] == ((table["violating_steps"] == 0) & (table["steps_blocked"] == 0))).all()
+    assert (table["feasible"] == ((table["added_violating_steps"] == 0) & (table["added_blocked_steps"] == 0))).all()
+    assert list(result.baseline["strategy"].unique()) == ["none"] and len(result.per_session) == 5 * 6
+    assert any(note.startswith("baseline none: cost_usd $") for note in result.notes)
     assert set(result.front["label"]) <= set(table.loc[table["feasible"], "label"])
     assert result.recommended is not None and result.config["min_tokens"] in (5_000, 20_000)
-    assert result.runs.summary().shape[0] == 5 and "tune" in result.render()
+    assert result.runs.summary().shape[0] == 5 + 1 and "tune" in result.render()  # with the baseline
     # a constraint nothing meets: no recommendation, said so
     none = wb.tune(
         corpus,
@@ -86,6 +88,57 @@ def test_api_tune_constraints_and_objective(tmp_path):
         progress=False,
     )
     assert cheap.recommended["cost_usd"] == cheap.front["cost_usd"].min()
+
+
+def test_added_columns_compare_each_call_with_the_baseline() -> None:
+    """A violation where the baseline's request at the same call also breaks a rule is not added; blocked
+    calls count beyond those without compaction."""
+    import pandas as pd
+
+    from workbench.experiments.tune import with_added_columns
+
+    steps = pd.DataFrame(
+        [
+            # (strategy, config, session, file, step, violations)
+            ("none", "n", "s1", "f1", 0, 0),
+            ("none", "n", "s1", "f1", 1, 2),
+            ("sm", "c", "s1", "f1", 0, 1),
+            ("sm", "c", "s1", "f1", 1, 1),
+            ("sm", "c", "s1", "f1", 2, 1),  # no baseline call here: not compared
+        ],
+        columns=["strategy", "config_hash", "session_id", "file", "step", "violations"],
+    )
+    per_session = pd.DataFrame(
+        [("sm", "c", "s1", "f1", 3, 1), ("none", "n", "s1", "f1", 1, 1)],
+        columns=["strategy", "config_hash", "session_id", "file", "steps_blocked", "steps_blocked_without"],
+    )
+    out = with_added_columns(per_session, steps, "none").set_index("config_hash")
+    assert out.loc["c", "added_violating_steps"] == 1 and out.loc["c", "added_blocked_steps"] == 2
+    assert out.loc["n", "added_violating_steps"] == 0
+    absolute = with_added_columns(per_session, steps, None).set_index("config_hash")
+    assert absolute.loc["c", "added_violating_steps"] == 3
+
+
+def test_infeasibility_and_dominance_name_the_session() -> None:
+    import pandas as pd
+
+    from workbench.experiments.tune import dominance_notes, infeasibility_notes
+
+    rows = pd.DataFrame(
+        [
+            ("a", "s1", "/x/big.jsonl", 4, 90.0),
+            ("a", "s2", "/x/small.jsonl", 0, 5.0),
+            ("b", "s1", "/x/big.jsonl", 2, 80.0),
+            ("b", "s2", "/x/small.jsonl", 0, 6.0),
+        ],
+        columns=["config_hash", "session_id", "file", "added_violating_steps", "cost_usd"],
+    )
+    [note] = infeasibility_notes(rows, {"added_violating_steps": "== 0", "cost_usd": "<= 100"})
+    assert note.startswith("no config meets added_violating_steps == 0: 1 session(s)") and "big.jsonl" in note
+    assert "small.jsonl" not in note
+    [carried] = dominance_notes(rows[rows["config_hash"] == "a"], "sm-compact")
+    assert "big.jsonl carries 95% of cost_usd" in carried
+    assert dominance_notes(rows[rows["config_hash"] == "a"].assign(cost_usd=[1.0, 1.0]), "x") == []
 
 
 def test_fidelity_column_is_configurable():

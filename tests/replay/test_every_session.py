@@ -79,15 +79,27 @@ def test_no_added_violation_and_no_loop_on_generated_shapes(shape: Shape) -> Non
 
 @pytest.mark.parametrize("name", ["server-compact", "codex", "sm-compact", "letta"])
 def test_a_session_resumed_above_every_trigger_compacts_at_most_three_times(name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """300k hidden tokens (a resumed session, a fragment) and a model whose window is not known to be 1M: no
-    compaction can shrink what the file does not hold. With the refill stop a strategy compacts 3 times;
-    without it, before every call."""
-    session = shaped_session(Shape(calls=30, hidden_tokens=300_000, model="gpt-5-codex", result_chars=8_000))
+    """184k hidden tokens (a resumed session, a fragment) on a 200k window: every request is above these
+    triggers and no compaction can shrink what the file does not hold. With the refill stop a strategy
+    compacts 3 times; without it, before every call."""
+    session = shaped_session(Shape(calls=30, hidden_tokens=184_000, result_chars=200))
     result = replay_session(session, create(name))
     assert len([e for e in result.events if e["summary"] is not None]) == REFILL_LIMIT
     assert longest_ineffective_run(result.events) == REFILL_LIMIT
     monkeypatch.setattr(RefillGuard, "allows", lambda self: True)
     assert len(replay_session(session, create(name)).events) == 30
+
+
+@pytest.mark.parametrize("name", ["codex", "sm-compact", "letta", "opencode"])
+def test_a_1m_session_is_measured_against_its_own_window(name: str) -> None:
+    """Recorded requests above 200k prove the 1M window (`ContextView.window`): a strategy whose trigger is a
+    share of its window does not fire at 200k-window thresholds; set explicitly, the configured window wins."""
+    session = shaped_session(Shape(calls=20, hidden_tokens=300_000, model="claude-sonnet-4-5[1m]"))
+    assert replay_session(session, create(name)).events == []
+    pinned = create(
+        name, {"trigger": {"context_window": 200_000}} if name == "sm-compact" else {"context_window": 200_000}
+    )
+    assert replay_session(session, pinned).events
 
 
 def test_the_refill_guard_stops_after_three_refills_and_rearms_below_the_trigger() -> None:
@@ -148,3 +160,30 @@ def test_a_codex_parallel_batch_is_one_api_call(tmp_path) -> None:  # type: igno
     assert calls[0].message_id != calls[1].message_id
     baseline = replay_session(session, create("none"))
     assert [row["violations"] for row in baseline.steps] == [0, 0]
+
+
+def test_replay_results_say_what_the_recording_decides() -> None:
+    """Each result carries the session's facts; the warning lines name a resumed 1M session, and nothing for a
+    plain one."""
+    from workbench.replay.facts import warning_lines, warning_summary
+
+    wide = replay_session(
+        shaped_session(Shape(calls=6, hidden_tokens=300_000, model="claude-sonnet-4-5[1m]")), create("none")
+    )
+    plain = replay_session(shaped_session(Shape(calls=6)), create("none"))
+    assert wide.facts is not None and wide.facts.window == 1_000_000 and wide.facts.resumed
+    [line] = warning_lines([wide, plain])
+    assert "1,000k window" in line and "tokens the file does not hold" in line
+    assert warning_summary([line], 2)[0].startswith("1 of 2 sessions rest on what a replay cannot fully model")
+    assert warning_summary([], 2) == []
+
+
+@pytest.mark.corpus
+def test_replay_prints_the_warnings(corpus, capsys) -> None:  # type: ignore[no-untyped-def]
+    from workbench.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["replay", "-s", "none", str(corpus / "claude-code-more" / "obra-episodic-memory"), "--json"])
+    assert done.value.code == 0
+    [line] = json.loads(capsys.readouterr().out)["warnings"]
+    assert line.startswith(str(corpus / "claude-code-more" / "obra-episodic-memory" / "large-conversation.jsonl"))

@@ -6,7 +6,7 @@ A thin facade: every verb calls the engine the CLI uses (loaders, `workbench.rep
 
 from .corpus import Sessions, load
 from .runs import PlotAccessor, Runs, StrategyLike, replay, strategy
-from .study import InvariantStudy, invariants
+from .study import InvariantStudy, check, invariants
 from .sweeps import Report, report, strategies, sweep
 from .tuning import tune
 
@@ -17,6 +17,7 @@ __all__ = [
     "Runs",
     "Sessions",
     "StrategyLike",
+    "check",
     "invariants",
     "load",
     "replay",

@@ -12,7 +12,7 @@ import pandas as pd
 from ..transcript.model import Session
 from .corpus import Sessions, as_sessions
 
-__all__ = ["InvariantStudy", "invariants"]
+__all__ = ["InvariantStudy", "check", "invariants"]
 
 _VARIANTS = ("naive", "repaired", "adjusted", "adjusted_thinking")
 
@@ -61,3 +61,20 @@ def invariants(corpus: Sessions | Session | list[Session] | str | Path) -> Invar
                 }
             )
     return InvariantStudy(pd.DataFrame(rows), data)
+
+
+def check(corpus: Sessions | Session | list[Session] | str | Path, strategies: list[str] | None = None) -> pd.DataFrame:
+    """What the workbench can and cannot model of a history (the engine of ``workbench check``, see
+    `workbench.experiments.check`): one row per session; ``frame.attrs["summary"]`` holds the counts.
+
+    Example::
+
+        table = wb.check("~/.claude/projects")
+        table[table.resumed | (table.recording_violations > 0)], table.attrs["summary"]
+    """
+    from ..experiments.check import check_sessions, summary
+
+    rows = check_sessions(as_sessions(corpus), strategies)
+    frame = pd.DataFrame([row.as_dict() for row in rows])
+    frame.attrs["summary"] = summary(rows)
+    return frame

@@ -47,7 +47,7 @@ intervals). Every public name is still importable from here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ import pandas as pd
 
 from .spec import resolve_spec
 from .tune_result import TuneResult
-from .tune_spec import DEFAULT_CONSTRAINTS, TuneSpec, _feasible, load_tune_spec
+from .tune_spec import _OPS, DEFAULT_CONSTRAINTS, TuneSpec, _feasible, load_tune_spec
 from .tune_spec import Axes as Axes  # re-exported: importable from here as before the split
 from .tune_spec import parse_bound as parse_bound  # re-exported (tests/public/test_tune.py imports it)
 
@@ -69,6 +69,107 @@ RATIOS: dict[str, tuple[str, str, float]] = {
     "dropped_recall": ("dropped_facts_kept", "dropped_facts", 1.0),
     "violation_rate": ("violating_steps", "steps", 0.0),
 }
+
+
+#: Per-session columns the ``added_*`` constraints read (`with_added_columns`).
+ADDED_COLUMNS = ("added_violating_steps", "added_blocked_steps")
+#: Columns whose per-session share `dominance_notes` checks.
+DOMINANCE_COLUMNS = ("tokens_saved", "cost_usd", "total_cost_usd", "violating_steps", "expected_recovery_tokens")
+
+
+def with_added_columns(per_session: pd.DataFrame, steps: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+    """``per_session`` with ``added_violating_steps`` (calls whose request breaks a rule where the baseline's
+    request at the same call of the same session does not; `workbench.metrics.guarantees`) and
+    ``added_blocked_steps`` (calls at the blocking limit beyond those without compaction)."""
+    keys = ["session_id", "file", "step"]
+    violating = steps[steps["violations"] > 0]
+    if baseline is not None:
+        clean = steps.loc[(steps["strategy"] == baseline) & (steps["violations"] == 0), keys].drop_duplicates()
+        violating = violating.merge(clean, on=keys, how="inner")
+    counts = violating.groupby(["config_hash", "session_id", "file"]).size().rename("added_violating_steps")
+    out = per_session.merge(counts.reset_index(), on=["config_hash", "session_id", "file"], how="left")
+    out["added_violating_steps"] = out["added_violating_steps"].fillna(0).astype(int)
+    blocked = pd.to_numeric(out["steps_blocked"], errors="coerce").fillna(0)
+    without = pd.to_numeric(out["steps_blocked_without"], errors="coerce").fillna(0)
+    out["added_blocked_steps"] = (blocked - without).clip(lower=0).astype(int)
+    return out
+
+
+def _with_pooled_added(table: pd.DataFrame, per_session: pd.DataFrame) -> pd.DataFrame:
+    pooled = per_session.groupby("config_hash")[list(ADDED_COLUMNS)].sum().reset_index()
+    return table.merge(pooled, on="config_hash", how="left")
+
+
+def _session_name(row: pd.Series) -> str:
+    source = row.get("file") or row.get("source") or row["session_id"]
+    return str(source).replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def infeasibility_notes(per_session: pd.DataFrame, constraints: Mapping[str, str | float | int]) -> list[str]:
+    """Why no config is feasible: each constraint no config meets, and the sessions that fail it under every
+    config on their own (a per-session value outside the bound; ratios per session as the tables pool them)."""
+    notes = []
+    configs = per_session["config_hash"].nunique()
+    for column, bound in constraints.items():
+        op, limit = parse_bound(column, bound)
+        if column in RATIOS:
+            num, den, empty = RATIOS[column]
+            top, bottom = per_session[num].astype(float), per_session[den].astype(float)
+            values = (top / bottom.where(bottom > 0)).fillna(empty)
+        elif column in per_session.columns:
+            values = pd.to_numeric(per_session[column], errors="coerce")
+        else:
+            continue
+        holds = values.map(lambda v, op=op, limit=limit: not pd.isna(v) and _OPS[op](v, limit))
+        failing = per_session.assign(_fails=~holds.astype(bool)).groupby(["session_id", "file"])["_fails"].sum()
+        always = failing[failing == configs]
+        if not len(always):
+            continue
+        names = [_session_name(pd.Series({"session_id": s, "file": f})) for s, f in always.index[:5]]
+        more = f" and {len(always) - 5} more" if len(always) > 5 else ""
+        notes.append(
+            f"no config meets {column} {op} {limit:g}: {len(always)} session(s) fail it under every config: "
+            f"{', '.join(names)}{more}"
+        )
+    return notes
+
+
+def dominance_notes(rows: pd.DataFrame, label: str) -> list[str]:
+    """Sessions carrying more than half of a pooled column of one config (one session deciding a sum)."""
+    notes = []
+    for column in DOMINANCE_COLUMNS:
+        if column not in rows.columns or len(rows) < 2:
+            continue
+        values = pd.to_numeric(rows[column], errors="coerce").fillna(0).clip(lower=0)
+        total = float(values.sum())
+        if total <= 0:
+            continue
+        top = values.idxmax()
+        share = float(values[top]) / total
+        if share > 0.5:
+            median = float(values.median())
+            notes.append(
+                f"{label}: {_session_name(rows.loc[top])} carries {share:.0%} of {column} "
+                f"(per-session median {median:.4g}; per-session rows: result.per_session)"
+            )
+    return notes
+
+
+def _session_warnings(sessions: Sequence[Any]) -> list[str]:
+    from ..replay.engine import session_facts
+    from ..replay.facts import warning_summary
+
+    lines = []
+    for session in sessions:
+        notes = session_facts(session).notes()
+        if notes:
+            name = _session_name(pd.Series({"session_id": session.id, "file": session.source}))
+            lines.append(f"{name}: {'; '.join(notes)}")
+    return warning_summary(lines, len(sessions))
+
+
+def _money(value: float) -> str:
+    return "-" if pd.isna(value) else f"${value:,.2f}"
 
 
 def pareto_mask(values: np.ndarray, senses: Sequence[int]) -> np.ndarray:
@@ -154,8 +255,11 @@ def run_tune(
     target = Path(store) if store is not None else Path("results") / spec.name / "store"
     result = run_sweep(resolved, store=target, executor=executor, workers=workers, progress=progress, plan=plan)
     cells, steps, events = sweep_frames(ResultStore(result.store), result.cell_ids)
-    per_session = cell_table(cells, steps, events, plan_sessions(plan))
-    table = config_table(per_session)
+    loaded = plan_sessions(plan)
+    per_session = with_added_columns(cell_table(cells, steps, events, loaded), steps, spec.baseline)
+    baseline_rows = per_session[per_session["strategy"] != spec.strategy]
+    per_session = per_session[per_session["strategy"] == spec.strategy]
+    table = _with_pooled_added(config_table(per_session), per_session)
     axes = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost]
     objective = spec.objective.lstrip("-")
     for column in dict.fromkeys([*axes, objective]):
@@ -200,6 +304,18 @@ def run_tune(
             list(dict.fromkeys([*axes, objective])),
         )
     n = len(plan.sessions)
+    notes.extend(_session_warnings(loaded))
+    if not feasible.any():
+        notes.extend(infeasibility_notes(per_session, spec.constraints))
+    chosen = recommended if recommended is not None else (reference.iloc[0] if len(reference) else None)
+    if chosen is not None:
+        notes.extend(dominance_notes(per_session[per_session["config_hash"] == chosen["config_hash"]], chosen["label"]))
+    if len(baseline_rows):
+        base = baseline_rows[["cost_usd", "total_cost_usd"]].apply(pd.to_numeric, errors="coerce").sum(min_count=1)
+        notes.append(
+            f"baseline {spec.baseline}: cost_usd {_money(base['cost_usd'])}, "
+            f"total_cost_usd {_money(base['total_cost_usd'])} over the same sessions"
+        )
     if recommended is not None:
         mine = per_session[per_session["config_hash"] == recommended["config_hash"]]
         acting = int((mine["compactions"] > 0).sum())
@@ -221,4 +337,6 @@ def run_tune(
         notes,
         sweep=result,
         plan=plan,
+        per_session=per_session.reset_index(drop=True),
+        baseline=baseline_rows.reset_index(drop=True),
     )

@@ -41,6 +41,11 @@ class TuneResult:
     sweep: Any = None
     plan: Any = None
     runs: Any = None
+    #: One row per (config, session) of the tuned strategy, with the ``added_*`` columns: per-session and
+    #: median views beside the pooled ``table``.
+    per_session: pd.DataFrame | None = None
+    #: The baseline's per-session rows (``spec.baseline``, replayed over the same sessions).
+    baseline: pd.DataFrame | None = None
 
     @property
     def config(self) -> dict[str, Any] | None:

@@ -23,8 +23,11 @@ from .spec import CorpusSpec, SpecError, read_yaml
 
 __all__ = ["DEFAULT_CONSTRAINTS", "Axes", "TuneSpec", "load_tune_spec", "parse_bound"]
 
-#: No request the API would reject, no call at the blocking limit (Claude Code would refuse it).
-DEFAULT_CONSTRAINTS: dict[str, str | float | int] = {"violating_steps": "== 0", "steps_blocked": "== 0"}
+#: Relative to the baseline (``none``): no request the API would reject where the baseline's at the same call
+#: is accepted, no more calls at the blocking limit than without compaction. Absolute bounds
+#: (``violating_steps: "== 0"``) would let one session whose recording already breaks a rule, or that starts
+#: above the limit, make every config infeasible.
+DEFAULT_CONSTRAINTS: dict[str, str | float | int] = {"added_violating_steps": "== 0", "added_blocked_steps": "== 0"}
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le,
@@ -54,6 +57,9 @@ class TuneSpec(CorpusSpec):
     axes: Axes = Axes()
     fidelity_goal: Literal["max", "min"] = "max"
     constraints: dict[str, str | float | int] = Field(default_factory=lambda: {**DEFAULT_CONSTRAINTS})
+    #: The strategy the ``added_*`` columns compare with, replayed beside the grid (None: no comparison, the
+    #: ``added_*`` columns are then the absolute counts).
+    baseline: str | None = "none"
     bootstrap: int = Field(2000, ge=100)
     confidence: float = Field(0.95, gt=0, lt=1)
 
@@ -71,6 +77,7 @@ class TuneSpec(CorpusSpec):
             "strategies": [
                 {"name": self.strategy, "config": dict(self.config)},
                 {"name": self.strategy, "config": dict(self.config), "grid": dict(self.space), "skip_invalid": True},
+                *([{"name": self.baseline}] if self.baseline not in (None, self.strategy) else []),
             ],
         }
 

@@ -57,6 +57,7 @@ from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import ApiCall, api_calls
+from .facts import SessionFacts
 from .kept import Columns, KeptIndex, changes, first_positions
 from .rows import event_row, recorded_events
 from .sizes import CountTable, LazyCounts, UncompactedSize, session_scale, strip_recorded_compactions
@@ -64,9 +65,11 @@ from .validation import IncrementalCheck, check_request
 
 __all__ = [
     "ReplayResult",
+    "SessionFacts",
     "replay_group",
     "replay_process",
     "replay_session",
+    "session_facts",
     "session_scale",
     "strip_recorded_compactions",
 ]
@@ -81,6 +84,8 @@ class ReplayResult:
     strategy: str
     steps: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: What the replay could not model of the session (`SessionFacts`; `workbench check` words it).
+    facts: SessionFacts | None = None
 
     @property
     def peak_context_tokens(self) -> int:
@@ -124,6 +129,7 @@ class _Prepared:
         # A recorded request above the default window proves the 1M window was in use (docs §4.1).
         prompts = [prompt_tokens(u) for c in self.calls if (u := c.usage(self.records)) is not None]
         self.window = 1_000_000 if prompts and max(prompts) > 200_000 else None
+        self.facts = SessionFacts.of(session, window=self.window, hidden_tokens=self.size.overhead)
 
     @cached_property
     def uuids(self) -> list[str | None]:
@@ -194,7 +200,7 @@ class _Cursor:
         self.p = prepared
         self.strategy = strategy
         self.state = strategy.new_state() if state is None else state
-        self.result = ReplayResult(prepared.session.id, prepared.session.source, strategy.name)
+        self.result = ReplayResult(prepared.session.id, prepared.session.source, strategy.name, facts=prepared.facts)
         self.context: list[Record] = []
         self.sent_before: list[Record] = []  # the context as sent for the previous call
         self.kept_index: KeptIndex | None = None  # made at the first compaction (`workbench.replay.kept`)
@@ -347,10 +353,16 @@ class _Cursor:
 
 def _relabeled(result: ReplayResult, strategy: Strategy) -> ReplayResult:
     """``result``'s rows under ``strategy``'s name (rows are never mutated once written)."""
-    out = ReplayResult(result.session_id, result.source, strategy.name)
+    out = ReplayResult(result.session_id, result.source, strategy.name, facts=result.facts)
     out.steps = [{**row, "strategy": strategy.name} for row in result.steps]
     out.events = [{**row, "strategy": strategy.name} for row in result.events]
     return out
+
+
+def session_facts(session: Session) -> SessionFacts:
+    """What a replay of ``session`` rests on that the recording decides (`ReplayResult.facts`, without
+    replaying)."""
+    return _Prepared(session, strip=True, estimator="claude-rough").facts
 
 
 def replay_session(session: Session, strategy: Strategy, *, estimator: str = "claude-rough") -> ReplayResult:

@@ -37,6 +37,7 @@ class Shape:
     model: str = "claude-opus-4-6"
     broken_at: int | None = None  # the call whose tool_use never gets a result (a new prompt follows)
     prompt_every: int = 6  # a user prompt opens a new tool loop every this many calls
+    version: str = "2.1.88"  # the Claude Code version written on every record
     seed: int = 0
 
 
@@ -66,7 +67,7 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
             has_content=True,
             model=shape.model if kind == "assistant" else None,
             session_id=session_id,
-            raw={"version": "2.1.88"},
+            raw={"version": shape.version},
         )
 
     def usage(output: int) -> dict[str, int]:
@@ -118,6 +119,6 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
         format="claude-code",
         session_id=session_id,
         models=(shape.model,),
-        client_version="2.1.88",
+        client_version=shape.version,
         capabilities=frozenset({"usage", "message_ids", "uuids", "timestamps", "thinking"}),
     )
