@@ -39,7 +39,13 @@ from .metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
 from .metrics.fidelity import fidelity_sessions
 from .metrics.identity import SessionKeys
 from .metrics.savings import BLOCKING_LIMIT, WINDOW, savings_sessions
-from .metrics.uncertainty import CI_METRICS, bootstrap_intervals, few_sessions_note, paired_differences
+from .metrics.uncertainty import (
+    CI_METRICS,
+    bootstrap_intervals,
+    dominance_notes,
+    few_sessions_note,
+    paired_differences,
+)
 from .metrics.validity import validity_sessions
 from .replay.facts import warning_summary
 from .report_render import render_report
@@ -205,6 +211,8 @@ def report(
     few = few_sessions_note(table)
     if few:
         notes.append(few)
+    for (_, _), rows in table.groupby(["strategy", "config_hash"], sort=True):
+        notes.extend(dominance_notes(rows, str(rows["label"].iloc[0]), "the sessions table"))
     reference = keys.restore(found.reference_frame()) if found_ids else pd.DataFrame()
     probed = None
     if probes is not None:  # the probes need every session at once (`workbench.report_sessions`)

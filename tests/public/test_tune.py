@@ -122,7 +122,8 @@ def test_added_columns_compare_each_call_with_the_baseline() -> None:
 def test_infeasibility_and_dominance_name_the_session() -> None:
     import pandas as pd
 
-    from workbench.experiments.tune import dominance_notes, infeasibility_notes
+    from workbench.experiments.tune import infeasibility_notes
+    from workbench.metrics.uncertainty import dominance_notes
 
     rows = pd.DataFrame(
         [
@@ -136,9 +137,9 @@ def test_infeasibility_and_dominance_name_the_session() -> None:
     [note] = infeasibility_notes(rows, {"added_violating_steps": "== 0", "cost_usd": "<= 100"})
     assert note.startswith("no config meets added_violating_steps == 0: 1 session(s)") and "big.jsonl" in note
     assert "small.jsonl" not in note
-    [carried] = dominance_notes(rows[rows["config_hash"] == "a"], "sm-compact")
+    [carried] = dominance_notes(rows[rows["config_hash"] == "a"], "sm-compact", "result.per_session")
     assert "big.jsonl carries 95% of cost_usd" in carried
-    assert dominance_notes(rows[rows["config_hash"] == "a"].assign(cost_usd=[1.0, 1.0]), "x") == []
+    assert dominance_notes(rows[rows["config_hash"] == "a"].assign(cost_usd=[1.0, 1.0]), "x", "") == []
 
 
 def test_fidelity_column_is_configurable():

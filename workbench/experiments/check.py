@@ -75,7 +75,9 @@ class SessionCheck:
     @property
     def problems(self) -> list[str]:
         """What affects a result, in words (empty: everything is modelled)."""
-        out = fact_notes(self.unknown_versions, self.window, self.resumed, self.hidden_tokens, self.unknown_types)
+        out = fact_notes(
+            self.format, self.unknown_versions, self.window, self.resumed, self.hidden_tokens, self.unknown_types
+        )
         if self.unpriced_models:
             out.append(f"unpriced: {', '.join(self.unpriced_models)}")
         if self.recording_violations:
@@ -89,14 +91,14 @@ class SessionCheck:
         return out
 
 
-def row_of(session_id: str, file: str | None, fmt: str, calls: int, facts: SessionFacts) -> SessionCheck:
+def row_of(session_id: str, file: str | None, calls: int, facts: SessionFacts) -> SessionCheck:
     """A session's row from what its replay recorded (`workbench.replay.facts.SessionFacts`), before any
     strategy is compared."""
     pricing = load_pricing()
     return SessionCheck(
         session_id=session_id,
         file=file,
-        format=fmt,
+        format=facts.format,
         calls=calls,
         versions=list(facts.versions),
         unknown_versions=facts.unknown_versions,
@@ -115,7 +117,7 @@ def check_session(session: Session, names: Sequence[str]) -> SessionCheck:
     replayed: what the recording breaks, what each strategy adds, its loops."""
     baseline = replay_session(session, create("none"))
     assert baseline.facts is not None
-    row = row_of(session.id, session.source, session.format, len(baseline.steps), baseline.facts)
+    row = row_of(session.id, session.source, len(baseline.steps), baseline.facts)
     row.skipped_lines = len(session.skipped)
     broken = [s for s in baseline.steps if s["violations"]]
     row.recording_violations = len(broken)

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..metrics.uncertainty import dominance_notes, session_name
 from .spec import resolve_spec
 from .tune_result import TuneResult
 from .tune_spec import _OPS, DEFAULT_CONSTRAINTS, TuneSpec, _feasible, load_tune_spec
@@ -73,8 +74,6 @@ RATIOS: dict[str, tuple[str, str, float]] = {
 
 #: Per-session columns the ``added_*`` constraints read (`with_added_columns`).
 ADDED_COLUMNS = ("added_violating_steps", "added_blocked_steps")
-#: Columns whose per-session share `dominance_notes` checks.
-DOMINANCE_COLUMNS = ("tokens_saved", "cost_usd", "total_cost_usd", "violating_steps", "expected_recovery_tokens")
 
 
 def with_added_columns(per_session: pd.DataFrame, steps: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
@@ -100,11 +99,6 @@ def _with_pooled_added(table: pd.DataFrame, per_session: pd.DataFrame) -> pd.Dat
     return table.merge(pooled, on="config_hash", how="left")
 
 
-def _session_name(row: pd.Series) -> str:
-    source = row.get("file") or row.get("source") or row["session_id"]
-    return str(source).replace("\\", "/").rsplit("/", 1)[-1]
-
-
 def infeasibility_notes(per_session: pd.DataFrame, constraints: Mapping[str, str | float | int]) -> list[str]:
     """Why no config is feasible: each constraint no config meets, and the sessions that fail it under every
     config on their own (a per-session value outside the bound; ratios per session as the tables pool them)."""
@@ -125,33 +119,12 @@ def infeasibility_notes(per_session: pd.DataFrame, constraints: Mapping[str, str
         always = failing[failing == configs]
         if not len(always):
             continue
-        names = [_session_name(pd.Series({"session_id": s, "file": f})) for s, f in always.index[:5]]
+        names = [session_name(pd.Series({"session_id": s, "file": f})) for s, f in always.index[:5]]
         more = f" and {len(always) - 5} more" if len(always) > 5 else ""
         notes.append(
             f"no config meets {column} {op} {limit:g}: {len(always)} session(s) fail it under every config: "
             f"{', '.join(names)}{more}"
         )
-    return notes
-
-
-def dominance_notes(rows: pd.DataFrame, label: str) -> list[str]:
-    """Sessions carrying more than half of a pooled column of one config (one session deciding a sum)."""
-    notes = []
-    for column in DOMINANCE_COLUMNS:
-        if column not in rows.columns or len(rows) < 2:
-            continue
-        values = pd.to_numeric(rows[column], errors="coerce").fillna(0).clip(lower=0)
-        total = float(values.sum())
-        if total <= 0:
-            continue
-        top = values.idxmax()
-        share = float(values[top]) / total
-        if share > 0.5:
-            median = float(values.median())
-            notes.append(
-                f"{label}: {_session_name(rows.loc[top])} carries {share:.0%} of {column} "
-                f"(per-session median {median:.4g}; per-session rows: result.per_session)"
-            )
     return notes
 
 
@@ -163,7 +136,7 @@ def _session_warnings(sessions: Sequence[Any]) -> list[str]:
     for session in sessions:
         notes = session_facts(session).notes()
         if notes:
-            name = _session_name(pd.Series({"session_id": session.id, "file": session.source}))
+            name = session_name(pd.Series({"session_id": session.id, "file": session.source}))
             lines.append(f"{name}: {'; '.join(notes)}")
     return warning_summary(lines, len(sessions))
 
@@ -309,7 +282,8 @@ def run_tune(
         notes.extend(infeasibility_notes(per_session, spec.constraints))
     chosen = recommended if recommended is not None else (reference.iloc[0] if len(reference) else None)
     if chosen is not None:
-        notes.extend(dominance_notes(per_session[per_session["config_hash"] == chosen["config_hash"]], chosen["label"]))
+        rows = per_session[per_session["config_hash"] == chosen["config_hash"]]
+        notes.extend(dominance_notes(rows, chosen["label"], "result.per_session"))
     if len(baseline_rows):
         base = baseline_rows[["cost_usd", "total_cost_usd"]].apply(pd.to_numeric, errors="coerce").sum(min_count=1)
         notes.append(

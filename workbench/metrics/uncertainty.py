@@ -24,7 +24,7 @@ they are a lower bound on the uncertainty, which the note states.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,11 +32,14 @@ import pandas as pd
 
 __all__ = [
     "CI_METRICS",
+    "DOMINANCE_COLUMNS",
     "METRICS",
     "MIN_SESSIONS",
     "bootstrap_intervals",
+    "dominance_notes",
     "few_sessions_note",
     "paired_differences",
+    "session_name",
 ]
 
 #: metric -> (numerator column, denominator column or None for a total, value when the denominator is 0)
@@ -217,3 +220,35 @@ def few_sessions_note(table: pd.DataFrame, *, minimum: int = MIN_SESSIONS) -> st
         f"{informative} independent session(s) and understate the uncertainty; read differences whose "
         "interval contains 0 as ties, not as a ranking"
     )
+
+
+#: Columns whose per-session share `dominance_notes` checks.
+DOMINANCE_COLUMNS = ("tokens_saved", "cost_usd", "total_cost_usd", "violating_steps", "expected_recovery_tokens")
+
+
+def session_name(row: Mapping[str, Any]) -> str:
+    """A session's file name (its id when it has no file): what a note names a session by."""
+    source = row.get("file") or row.get("source") or row["session_id"]
+    return str(source).replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def dominance_notes(rows: pd.DataFrame, label: str, where: str) -> list[str]:
+    """Sessions carrying more than half of a pooled column of one config (``rows``: its per-session rows):
+    one session deciding a sum. Each note gives the per-session median beside it and ``where`` the
+    per-session rows are."""
+    notes = []
+    for column in DOMINANCE_COLUMNS:
+        if column not in rows.columns or len(rows) < 2:
+            continue
+        values = pd.to_numeric(rows[column], errors="coerce").fillna(0).clip(lower=0)
+        total = float(values.sum())
+        if total <= 0:
+            continue
+        top = values.idxmax()
+        share = float(values[top]) / total
+        if share > 0.5:
+            notes.append(
+                f"{label}: {session_name(rows.loc[top])} carries {share:.0%} of {column} "
+                f"(per-session median {float(values.median()):.4g}; per-session rows: {where})"
+            )
+    return notes

@@ -40,6 +40,7 @@ class SessionFacts:
     Claude Code versions and models that wrote it; record types the loader does not know; whether it is a
     compaction or memory call's own transcript (never compacted: the recursion guard)."""
 
+    format: str
     window: int | None
     hidden_tokens: int
     versions: tuple[str, ...]
@@ -53,6 +54,7 @@ class SessionFacts:
         found.add(session.client_version)
         versions = sorted((v for v in found if isinstance(v, str) and v), key=version_key)
         return cls(
+            format=session.format,
             window=window,
             hidden_tokens=hidden_tokens,
             versions=tuple(versions) if session.format == "claude-code" else (),
@@ -73,10 +75,18 @@ class SessionFacts:
         return [v for v in self.versions if version_key(v) > newest]
 
     def notes(self) -> list[str]:
-        return fact_notes(self.unknown_versions, self.window, self.resumed, self.hidden_tokens, self.unknown_types)
+        return fact_notes(
+            self.format, self.unknown_versions, self.window, self.resumed, self.hidden_tokens, self.unknown_types
+        )
+
+
+#: Formats whose requests are Anthropic Messages requests as recorded; any other is replayed as if its
+#: calls had been sent to Claude (its tool calls as tool_use blocks, its reasoning as thinking).
+ANTHROPIC_FORMATS = frozenset({"claude-code", "anthropic-messages"})
 
 
 def fact_notes(
+    fmt: str,
     unknown_versions: Sequence[str],
     window: int | None,
     resumed: bool,
@@ -85,6 +95,8 @@ def fact_notes(
 ) -> list[str]:
     """The words for what a replay of the session cannot fully model (empty: nothing)."""
     out = []
+    if fmt and fmt not in ANTHROPIC_FORMATS:
+        out.append(f"a {fmt} session replayed as Anthropic Messages requests")
     if unknown_versions:
         out.append(f"Claude Code {', '.join(unknown_versions)} newer than the version table")
     if window:
