@@ -61,3 +61,36 @@ def test_few_sessions_note():
     assert few_sessions_note(table) is None
     few = table.assign(compactions=[1 if s in ("s0", "s1") else 0 for s in table["session_id"]])
     assert "only 2 session(s)" in few_sessions_note(few)
+
+
+def test_intervals_do_not_depend_on_row_order() -> None:
+    """The same sessions in another order (a store's part files, a corpus walk) give the same intervals and
+    paired differences: rows are resampled in session order."""
+    import numpy as np
+    import pandas as pd
+
+    from workbench.metrics.uncertainty import bootstrap_intervals, paired_differences
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for strategy in ("none", "sm"):
+        for k in range(12):
+            saved = float(rng.integers(0, 5_000))
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "config_hash": strategy,
+                    "session_id": f"s{k:02d}",
+                    "file": f"/c/s{k:02d}.jsonl",
+                    "tokens_saved": saved if strategy == "sm" else 0.0,
+                    "input_tokens_without": 10_000.0,
+                    "cost_usd": float(rng.uniform(1, 100)),
+                }
+            )
+    table = pd.DataFrame(rows)
+    shuffled = table.sample(frac=1.0, random_state=7).reset_index(drop=True)
+    metrics = ["saved_share", "cost_usd"]
+    pd.testing.assert_frame_equal(bootstrap_intervals(table, metrics), bootstrap_intervals(shuffled, metrics))
+    pd.testing.assert_frame_equal(
+        paired_differences(table, "none", metrics), paired_differences(shuffled, "none", metrics)
+    )

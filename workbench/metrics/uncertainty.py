@@ -36,6 +36,7 @@ __all__ = [
     "METRICS",
     "MIN_SESSIONS",
     "bootstrap_intervals",
+    "canonical",
     "dominance_notes",
     "few_sessions_note",
     "paired_differences",
@@ -87,6 +88,16 @@ def _values(frame: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray | 
     return num, den
 
 
+#: The columns that identify a session row, in the order `canonical` sorts by.
+SESSION_ORDER = ("session_id", "file", "source")
+
+
+def canonical(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows sorted by session identity (`SESSION_ORDER`, the columns it has), stably."""
+    keys = [c for c in SESSION_ORDER if c in frame.columns]
+    return frame.sort_values(keys, kind="stable", na_position="last") if keys else frame
+
+
 def _interval(draws: np.ndarray, level: float) -> tuple[float | None, float | None]:
     draws = draws[~np.isnan(draws)]
     if not len(draws):
@@ -105,9 +116,12 @@ def bootstrap_intervals(
     level: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Per group: ``<metric>_ci_low``/``<metric>_ci_high`` from a bootstrap over the rows (sessions)."""
+    """Per group: ``<metric>_ci_low``/``<metric>_ci_high`` from a bootstrap over the rows (sessions). The
+    rows are resampled in a canonical order (`canonical`): the same sessions give the same interval whatever
+    order a store's part files or a corpus walk gave them."""
     rows = []
     for keys, frame in table.groupby(list(group), sort=True, dropna=False):
+        frame = canonical(frame)
         keys = keys if isinstance(keys, tuple) else (keys,)
         row: dict[str, Any] = dict(zip(group, keys, strict=True))
         for metric in metrics:
@@ -171,7 +185,7 @@ def paired_differences(
                 continue
             other = base[cols].add_suffix("_base")
             both = frame[cols].join(other, how="inner").apply(pd.to_numeric, errors="coerce")
-            both = both.dropna()
+            both = both.dropna().sort_index(kind="stable")  # resampled in session order, not row order
             row = {
                 **dict(zip(group, keys, strict=True)),
                 "baseline_strategy": baseline[0],
