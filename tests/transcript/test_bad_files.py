@@ -307,3 +307,31 @@ def test_read_lines_matches_split(tmp_path: Path) -> None:
         expected = parts[:-1] if trailing and data else parts if data else []
         for cap in (3, 1 << 20):
             assert read_lines(path, cap=cap) == (expected, trailing), (data, cap)
+
+
+@pytest.mark.parametrize("pre", [-5, 10**30, "170000", True])
+def test_an_absurd_recorded_pre_tokens_is_missing_like_an_absurd_usage(tmp_path: Path, pre: object) -> None:
+    """``compactMetadata.preTokens`` of -5 or 10^30 is treated as missing, with a warning naming file and line,
+    as the same value in ``usage`` is: `workbench tokens` reports no error against it."""
+    from cli_helpers import run_cli
+
+    lines = [json.loads(line) for line in claude_lines("s1")]
+    boundary = {
+        "parentUuid": lines[-1]["uuid"],
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "s1-b",
+        "sessionId": "s1",
+        "content": "Conversation compacted",
+        "compactMetadata": {"trigger": "auto", "preTokens": pre},
+    }
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [*lines, boundary]) + "\n")
+    [session] = load_paths([path])
+    record = next(r for r in session.records if r.is_compact_boundary)
+    assert "preTokens" not in record.compact_metadata and record.compact_metadata["trigger"] == "auto"
+    [warning] = session.metadata["warnings"]
+    assert warning["line"] == len(lines) + 1 and warning["reason"].startswith("compactMetadata.preTokens = ")
+    data = json.loads(run_cli("tokens", path, "--json").stdout)
+    [row] = data["boundaries"]
+    assert row["pre_tokens"] is None and row["claude-context error_pct"] is None

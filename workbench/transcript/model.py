@@ -14,12 +14,34 @@ No strategy logic lives here.
 from __future__ import annotations
 
 import hashlib
+import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .block import BLOCK_KINDS, Block, canonical_json
+
+#: Upper bound of a credible token count in one API call (windows are 1-2 M tokens today).
+MAX_TOKENS = 10**9
+
+
+def credible_count(value: Any) -> int | None:
+    """``value`` as a credible token count (an integer ``0 <= n <= MAX_TOKENS``; an integral float is that
+    integer), else None: NaN, infinity, ``10**30``, negatives, booleans and strings are not counts."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= MAX_TOKENS else None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_TOKENS:
+        return int(value)
+    return None
+
+
+def is_count_key(key: Any) -> bool:
+    """``compactMetadata`` keys that hold token counts (``preTokens``, ``postTokens``, ``tokensSaved``)."""
+    return isinstance(key, str) and key.endswith(("Tokens", "tokensSaved"))
+
 
 __all__ = [
     "BLOCK_KINDS",
@@ -115,8 +137,15 @@ class Record:
 
     @property
     def compact_metadata(self) -> Mapping[str, Any]:
+        """``compactMetadata`` as recorded, less any token count (``preTokens``, ``postTokens``, ...) that is
+        not a credible one (`credible_count`): treated as missing, as in ``usage`` (`workbench.transcript.
+        sanitize` warns about it at load)."""
         value = self.raw.get("compactMetadata")
-        return value if isinstance(value, Mapping) else {}
+        if not isinstance(value, Mapping):
+            return {}
+        if all(credible_count(v) is not None for k, v in value.items() if is_count_key(k)):
+            return value
+        return {k: v for k, v in value.items() if not is_count_key(k) or credible_count(v) is not None}
 
     @property
     def content_key(self) -> str:

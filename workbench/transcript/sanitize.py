@@ -15,24 +15,25 @@ warning on its record instead of a crash of every command over the whole folder:
   surrogate, so Claude Code's chars/4 estimates (UTF-16 length, docs §6) do not change; ``Record.line``
   keeps the original escape for byte-identical export. One warning per record.
 
+* **Compact boundaries.** ``compactMetadata`` token counts (``preTokens``, ``postTokens``) follow the usage
+  rule: one that is not credible is dropped from `Record.compact_metadata` (``Record.raw`` keeps it) with
+  a warning, so ``workbench tokens`` never reports an error against ``preTokens = -5``.
+
 Warnings go to ``Session.metadata["warnings"]`` as ``{"file", "line", "reason"}`` (``workbench ingest``
 lists them).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any
 
-from .model import Block, Record, Session
+from .model import MAX_TOKENS, Block, Record, Session, credible_count, is_count_key
 
 __all__ = ["MAX_TOKENS", "check_session", "clean_usage", "replace_surrogates"]
 
-#: Upper bound of a credible token count in one API call (windows are 1-2 M tokens today).
-MAX_TOKENS = 10**9
 _NESTED = ("cache_creation", "server_tool_use")
 _COUNT_SUFFIXES = ("_tokens", "_requests")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -40,17 +41,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _NOTHING: list[str] = []  # shared, never appended to
 _VALUE_FIELDS = tuple(f.name for f in fields(Record) if f.name not in ("line", "source", "blocks", "_key"))
-
-
-def _count(value: Any) -> int | None:
-    """``value`` as a credible token count, else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value <= MAX_TOKENS else None
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_TOKENS:
-        return int(value)
-    return None
 
 
 def _show(value: Any) -> str:
@@ -101,12 +91,12 @@ def clean_usage(usage: Mapping[str, Any], where: str = "usage") -> tuple[Mapping
             continue
         is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
         counted = isinstance(key, str) and key.endswith(_COUNT_SUFFIXES)
-        if (is_number or (counted and value is not None)) and _count(value) is None:
+        if (is_number or (counted and value is not None)) and credible_count(value) is None:
             problems.append(
                 f"{name} = {_show(value)} is not a token count (an integer 0..{MAX_TOKENS:,}); treated as missing"
             )
             continue
-        out[key] = _count(value) if is_number else value
+        out[key] = credible_count(value) if is_number else value
         changed |= out[key] is not value
     return (out, problems) if problems or changed else (usage, [])
 
@@ -138,11 +128,29 @@ def replace_surrogates(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
+def _metadata_problems(record: Record) -> list[str]:
+    """``compactMetadata`` token counts that are not credible (`Record.compact_metadata` drops them)."""
+    value = record.raw.get("compactMetadata")
+    if not isinstance(value, Mapping):
+        return []
+    return [
+        f"compactMetadata.{key} = {_show(item)} is not a token count (an integer 0..{MAX_TOKENS:,}); treated as missing"
+        for key, item in value.items()
+        if is_count_key(key) and credible_count(item) is None
+    ]
+
+
 def _clean_record(record: Record) -> tuple[Record, list[str]]:
     line, usage = record.line, record.usage
-    if line is not None and _ESCAPE.search(line) is None and (usage is None or (type(usage) is dict and _plain(usage))):
+    boundary = record.is_compact_boundary
+    if (
+        line is not None
+        and _ESCAPE.search(line) is None
+        and (usage is None or (type(usage) is dict and _plain(usage)))
+        and not boundary
+    ):
         return record, _NOTHING  # the common case, kept cheap: ingest checks every record
-    problems: list[str] = []
+    problems: list[str] = _metadata_problems(record) if boundary else []
     changes: dict[str, Any] = {}
     if line is None or _ESCAPE.search(line):
         for name in _VALUE_FIELDS:
@@ -182,7 +190,7 @@ def check_session(session: Session) -> Session:
         value, n = replace_surrogates(getattr(session, name))
         if n:
             head[name] = value
-    if not changed and not head:
+    if not changed and not head and not warnings:
         return session
     metadata = dict(head.get("metadata", session.metadata))
     if warnings:
