@@ -24,3 +24,34 @@ def test_the_memo_starts_over_past_its_bound(tmp_path: Path, monkeypatch: pytest
     plain = get_estimator("claude-rough")
     assert again == first == [plain.count_many(records[i : i + 10]) for i in range(0, 400, 10)]
     counter.close()
+
+
+def test_an_estimator_that_counts_differently_does_not_read_the_old_counts(tmp_path: Path) -> None:
+    """Two estimators of one name whose code differs (an upgrade, a user editing their own) keep their
+    counts apart in one cache file; the same code reads what it wrote."""
+    from workbench.tokens.cache import CachedEstimator, estimator_fingerprint
+
+    records = [
+        Record("user", uuid=f"u{i}", blocks=(Block.text_block("x" * (40 + i)),), has_content=True) for i in range(40)
+    ]
+
+    class Old:
+        name = "mine"
+
+        def count(self, record: Record) -> int:
+            return 1
+
+        def count_many(self, records: list[Record]) -> list[int]:
+            return [self.count(r) for r in records]
+
+    class New(Old):
+        def count(self, record: Record) -> int:
+            return 2
+
+    path = tmp_path / "counts.sqlite"
+    assert estimator_fingerprint(Old()) != estimator_fingerprint(New())
+    assert CachedEstimator(Old(), path).count_many(records) == [1] * 40
+    fresh = CachedEstimator(New(), path)
+    assert fresh.count_many(records) == [2] * 40 and fresh.stats.hits == 0
+    again = CachedEstimator(Old(), path)
+    assert again.count_many(records) == [1] * 40 and again.stats.misses == 0

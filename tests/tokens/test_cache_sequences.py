@@ -46,6 +46,13 @@ class _Queries:
         return sum(1 for s in self.statements if s.lstrip().upper().startswith("SELECT") and f"FROM {table}" in s)
 
 
+def _row_key(name: str) -> str:
+    """What the cache stores an estimator's rows under: its name and code fingerprint."""
+    from workbench.tokens.cache import estimator_fingerprint
+
+    return f"{name}@{estimator_fingerprint(get_estimator(name))}"
+
+
 def _fresh(path: Path, name: str = "claude-rough") -> CachedEstimator:
     """A new estimator on the same file: the state of a new process (empty memo, new connection)."""
     return CachedEstimator(get_estimator(name), path)
@@ -86,7 +93,7 @@ def test_counts_are_identical_with_and_without_the_sequence_row(
     path = tmp_path / "counts.sqlite"
     plain = get_estimator(name).count_many(records)
     assert _fresh(path, name).count_many(records) == plain  # counted, stored with its sequence row
-    assert _rows(path) == [(name, 8 * len(records))]
+    assert _rows(path) == [(_row_key(name), 8 * len(records))]
     from_row = _fresh(path, name)
     assert from_row.count_many(records) == plain and from_row.stats.sequence_hits == 1
     with sqlite3.connect(path) as db:
@@ -94,7 +101,7 @@ def test_counts_are_identical_with_and_without_the_sequence_row(
     from_counts = _fresh(path, name)
     assert from_counts.count_many(records) == plain
     assert from_counts.stats.sequence_misses == 1 and from_counts.stats.misses == 0
-    assert _rows(path) == [(name, 8 * len(records))]  # stored again
+    assert _rows(path) == [(_row_key(name), 8 * len(records))]  # stored again
 
 
 def test_one_record_different_misses_the_row_and_still_counts_right(tmp_path: Path, records: list[Record]) -> None:
@@ -159,12 +166,12 @@ def test_a_cache_file_of_an_earlier_release_gets_the_table(tmp_path: Path, recor
             " PRIMARY KEY (estimator, key)) WITHOUT ROWID"
         )
         db.executemany(
-            "INSERT OR REPLACE INTO counts VALUES ('claude-rough', ?, ?)",
+            f"INSERT OR REPLACE INTO counts VALUES ('{_row_key('claude-rough')}', ?, ?)",
             [(r.content_key, n) for r, n in zip(records, plain, strict=True)],
         )
     old = _fresh(path)
     assert old.count_many(records) == plain and old.stats.misses == 0
-    assert _rows(path) == [("claude-rough", 8 * len(records))]
+    assert _rows(path) == [(_row_key("claude-rough"), 8 * len(records))]
 
 
 def test_a_sequence_row_of_the_wrong_length_is_a_miss_and_is_rewritten(tmp_path: Path, records: list[Record]) -> None:
@@ -175,7 +182,7 @@ def test_a_sequence_row_of_the_wrong_length_is_a_miss_and_is_rewritten(tmp_path:
     estimator = _fresh(path)
     assert estimator.count_many(records) == get_estimator("claude-rough").count_many(records)
     assert estimator.stats.sequence_misses == 1 and estimator.degraded is None
-    assert _rows(path) == [("claude-rough", 8 * len(records))]
+    assert _rows(path) == [(_row_key("claude-rough"), 8 * len(records))]
 
 
 def test_a_sequences_table_sqlite_cannot_read_degrades_with_one_warning(tmp_path: Path, records: list[Record]) -> None:
@@ -233,7 +240,7 @@ def test_processes_storing_the_same_sequence_at_once_agree(tmp_path: Path) -> No
     outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0] * 4
     assert outputs == [f"{sum(range(1, 201))} None"] * 4
-    assert _rows(path) == [("claude-rough", 8 * 200)]
+    assert _rows(path) == [(_row_key("claude-rough"), 8 * 200)]
     warm = _fresh(path)
     queries = _Queries(warm)
     warm.count_many([_user("x" * (4 * i + 4)) for i in range(200)])

@@ -1,4 +1,10 @@
-"""Per-record token counts cached on disk, keyed by (record content hash, estimator name).
+"""Per-record token counts cached on disk, keyed by (record content hash, estimator and its code).
+
+**What a row is keyed by.** The estimator's name *and* `estimator_fingerprint`: the package version, the
+sources of ``workbench/tokens`` (where the built-in estimators count), the estimator class's own source
+(or, for a class without one, such as a notebook's, its methods' bytecode) and the tiktoken version. An
+upgrade, an edited estimator or another tokenizer release counts afresh instead of reading the counts the
+old code wrote under the same name.
 
 A SQLite file under the workbench cache folder (``WORKBENCH_CACHE_DIR``). Lookups are batched, so a
 second run over the same corpus tokenizes nothing: every count is one indexed read, and a whole session's
@@ -33,6 +39,7 @@ evicted while still in use is stored again at its next miss). Deleting the file 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import sqlite3
 import sys
@@ -49,7 +56,7 @@ from ..cache import cache_root
 from ..transcript.model import Record
 from .estimators import Estimator, get_estimator
 
-__all__ = ["CacheDegradedWarning", "CacheStats", "CachedEstimator", "cached_estimator"]
+__all__ = ["CacheDegradedWarning", "CacheStats", "CachedEstimator", "cached_estimator", "estimator_fingerprint"]
 
 
 class CacheDegradedWarning(RuntimeWarning):
@@ -147,6 +154,7 @@ class CachedEstimator:
     def __init__(self, inner: Estimator, path: Path | None = None) -> None:
         self.inner = inner
         self.name = inner.name
+        self.row_key = f"{inner.name}@{estimator_fingerprint(inner)}"  # what rows are stored under (docstring)
         self.path = path or _default_path()
         self.stats = CacheStats()
         self._lock = threading.Lock()
@@ -236,7 +244,7 @@ class CachedEstimator:
                     chunk = unique[start : start + _BATCH]
                     marks = ",".join("?" * len(chunk))
                     rows = db.execute(
-                        f"SELECT key, n FROM counts WHERE estimator = ? AND key IN ({marks})", (self.name, *chunk)
+                        f"SELECT key, n FROM counts WHERE estimator = ? AND key IN ({marks})", (self.row_key, *chunk)
                     )
                     found.update(rows)
             except sqlite3.Error as exc:
@@ -258,7 +266,7 @@ class CachedEstimator:
         packed counts, which the miss then overwrites)."""
         try:
             row = db.execute(
-                "SELECT counts FROM sequences WHERE estimator = ? AND key = ?", (self.name, sequence)
+                "SELECT counts FROM sequences WHERE estimator = ? AND key = ?", (self.row_key, sequence)
             ).fetchone()
         except sqlite3.Error as exc:
             self._degrade(exc)
@@ -274,12 +282,12 @@ class CachedEstimator:
             if fresh:
                 db.executemany(
                     "INSERT OR REPLACE INTO counts (estimator, key, n) VALUES (?, ?, ?)",
-                    [(self.name, key, n) for key, n in fresh.items()],
+                    [(self.row_key, key, n) for key, n in fresh.items()],
                 )
             if sequence is not None:
                 newest = db.execute(
                     "INSERT OR REPLACE INTO sequences (estimator, key, counts) VALUES (?, ?, ?)",
-                    (self.name, sequence, _pack(counts)),
+                    (self.row_key, sequence, _pack(counts)),
                 ).lastrowid
                 if newest is not None and newest > _SEQUENCES_MAX:  # rowids grow by one per row stored
                     db.execute("DELETE FROM sequences WHERE rowid <= ?", (newest - _SEQUENCES_MAX,))
@@ -317,6 +325,40 @@ if hasattr(os, "register_at_fork"):
 
 _SHARED: dict[tuple[str, Path], CachedEstimator] = {}
 _DEFAULT_PATHS: dict[tuple[str | None, ...], Path] = {}
+
+
+_TOKENS_DIGEST: list[str] = []  # the digest of workbench/tokens' sources, computed once per process
+
+
+def _code_of(cls: type) -> str:
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):  # defined in a notebook or with exec: its methods' bytecode instead
+        parts = []
+        for name in ("count", "count_many"):
+            code = getattr(getattr(cls, name, None), "__code__", None)
+            if code is not None:
+                parts.append(code.co_code.hex() + repr(code.co_consts))
+        return f"{cls.__module__}.{cls.__qualname__}:" + "|".join(parts)
+
+
+def estimator_fingerprint(estimator: Estimator) -> str:
+    """16 hex digits that change when what ``estimator`` counts can change (module docstring)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .. import __version__
+
+    if not _TOKENS_DIGEST:
+        digest = hashlib.blake2b(digest_size=16)
+        for source in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
+        _TOKENS_DIGEST.append(digest.hexdigest())
+        try:
+            _TOKENS_DIGEST.append(version("tiktoken"))
+        except PackageNotFoundError:  # pragma: no cover (a hard dependency)
+            _TOKENS_DIGEST.append("")
+    text = "\n".join([__version__, *_TOKENS_DIGEST, _code_of(type(estimator))])
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def _default_path() -> Path:
