@@ -30,7 +30,7 @@ from typing import Any
 
 from ..metrics.guarantees import added_violations, longest_ineffective_run
 from ..metrics.pricing import known_price, load_pricing
-from ..replay.engine import replay_session
+from ..replay.engine import replay_session, session_facts
 from ..replay.facts import RESUMED_TOKENS, SessionFacts, fact_notes, version_key
 from ..strategies.refill import REFILL_LIMIT
 from ..strategies.registry import create, strategies
@@ -113,11 +113,11 @@ def row_of(session_id: str, file: str | None, calls: int, facts: SessionFacts) -
 
 
 def check_session(session: Session, names: Sequence[str]) -> SessionCheck:
-    """The row of one session: `session_facts`, then ``none`` and each of ``names`` (strategy names)
-    replayed: what the recording breaks, what each strategy adds, its loops."""
+    """The row of one session: what its ``none`` replay recorded (`row_of`), then each of ``names``
+    (strategy names) replayed against it: what the recording breaks, what each strategy adds, its loops."""
     baseline = replay_session(session, create("none"))
-    assert baseline.facts is not None
-    row = row_of(session.id, session.source, len(baseline.steps), baseline.facts)
+    facts = baseline.facts if baseline.facts is not None else session_facts(session)
+    row = row_of(session.id, session.source, len(baseline.steps), facts)
     row.skipped_lines = len(session.skipped)
     broken = [s for s in baseline.steps if s["violations"]]
     row.recording_violations = len(broken)
