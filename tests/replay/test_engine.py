@@ -112,7 +112,7 @@ def test_the_hook_view_is_built_only_for_a_strategy_that_observes() -> None:
         engine._Prepared.view = original  # type: ignore[method-assign]
 
 
-def whole_check(context, *, thinking, original_thinking, memo, incremental, fresh_responses):  # type: ignore[no-untyped-def]
+def whole_check(context, *, thinking, original_thinking, memo, incremental, fresh_responses, grown=None):  # type: ignore[no-untyped-def]
     """The engine's request check done from scratch: no message memo, no incremental check."""
     from workbench.replay import validation
 

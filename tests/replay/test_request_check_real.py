@@ -15,7 +15,7 @@ from workbench.replay.validation import check_request
 from workbench.strategies import create
 
 
-def _from_scratch(context, *, thinking, original_thinking, memo, incremental, fresh_responses):  # type: ignore[no-untyped-def]
+def _from_scratch(context, *, thinking, original_thinking, memo, incremental, fresh_responses, grown=None):  # type: ignore[no-untyped-def]
     return check_request(
         context, thinking=thinking, original_thinking=original_thinking, fresh_responses=fresh_responses
     )
@@ -24,7 +24,15 @@ def _from_scratch(context, *, thinking, original_thinking, memo, incremental, fr
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     "name",
-    ["observation-masking", "clear-tool-uses", "openhands-observation-masking", "sm-compact-naive", "claude-code"],
+    [
+        "none",
+        "recorded",
+        "observation-masking",
+        "clear-tool-uses",
+        "openhands-observation-masking",
+        "sm-compact-naive",
+        "claude-code",
+    ],
 )
 def test_incremental_checks_give_the_rows_of_whole_checks(
     every_session: list, name: str, monkeypatch: pytest.MonkeyPatch

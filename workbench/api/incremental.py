@@ -120,20 +120,37 @@ class IncrementalCheck:
         self._context: list[Record] = []
         self._start = 0
 
-    def request_start(self, context: Sequence[Record]) -> int:
+    @property
+    def start(self) -> int:
+        """Where the last request started (`request_start`)."""
+        return self._start
+
+    def request_start(self, context: Sequence[Record], *, grown: int | None = None) -> int:
         """Where the request of ``context`` starts: after its last compact boundary, 0 without one (as
         `workbench.replay.validation.check_request` cuts it). Looked for only from the first record that is
         not last time's (by identity, compared in C): the boundary last time's context had stands while it is
-        before that record; found again over the whole context only when the change reaches it."""
+        before that record; found again over the whole context only when the change reaches it.
+
+        ``grown``: the caller's word that ``context`` is last time's context with records appended, last
+        time's being ``grown`` long (a replay call where nothing was compacted); the identity scans are then
+        skipped. Ignored unless it is last time's length."""
         previous = self._context
-        changed = next(compress(count(), map(is_not, context, previous)), min(len(context), len(previous)))
+        if grown is not None and grown == len(previous):
+            changed = grown
+        else:
+            grown = None
+            changed = next(compress(count(), map(is_not, context, previous)), min(len(context), len(previous)))
         start = next((i + 1 for i in range(len(context) - 1, changed - 1, -1) if context[i].is_compact_boundary), None)
         if start is None:
             if self._start <= changed:  # last time's boundary (or none) is in the part that stayed
                 start = self._start
             else:
                 start = next((i + 1 for i in range(changed - 1, -1, -1) if context[i].is_compact_boundary), 0)
-        self._context, self._start = list(context), start
+        if grown is not None:
+            previous.extend(context[grown:])
+        else:
+            self._context = list(context)
+        self._start = start
         return start
 
     def check(
@@ -144,18 +161,26 @@ class IncrementalCheck:
         original_thinking: Mapping[str, Any] | None = None,
         memo: MessageMemo | None = None,
         fresh_responses: Container[str] = (),
+        grown: int | None = None,
     ) -> tuple[tuple[Violation, ...], int]:
-        """The violations of the request ``records`` make and how many changes the repair makes."""
-        request, keep = self._post(self._merge(records, memo))
+        """The violations of the request ``records`` make and how many changes the repair makes. ``grown``:
+        the caller's word that ``records`` are last time's with records appended, last time's being
+        ``grown`` long (`request_start`); ignored unless it is last time's length."""
+        request, keep = self._post(self._merge(records, memo, grown))
         violations = self._validate(request, keep, thinking, original_thinking, fresh_responses)
         return violations, self._repair(request, keep)
 
     # ------------------------------------------------------------------ 1. merging
-    def _merge(self, records: Sequence[Record], memo: MessageMemo | None) -> int:
+    def _merge(self, records: Sequence[Record], memo: MessageMemo | None, grown: int | None = None) -> int:
         """Fold ``records``, reusing the fold of their common prefix with last time's; returns how many
         leading merged messages are last time's objects."""
-        ids = list(map(id, records))
-        k = self._hint = _first_difference(ids, self._record_ids, self._hint)
+        if grown is not None and grown == len(self._records):
+            k = self._hint = grown
+            new_ids = list(map(id, records[k:]))
+        else:
+            ids = list(map(id, records))
+            k = self._hint = _first_difference(ids, self._record_ids, self._hint)
+            new_ids = ids[k:]
         length, at = (
             (self._length_at[k], self._log_at[k]) if k < len(self._records) else (len(self._merged), len(self._log))
         )
@@ -168,7 +193,7 @@ class IncrementalCheck:
                 keep = min(keep, j)
         del self._log[at:], self._merged[length:], self._length_at[k:], self._log_at[k:]
         del self._records[k:], self._record_ids[k:]
-        self._record_ids.extend(ids[k:])
+        self._record_ids.extend(new_ids)
         for record in records[k:]:
             self._length_at.append(len(self._merged))
             self._log_at.append(len(self._log))

@@ -208,6 +208,7 @@ class _Cursor:
         self.removed = self.added = 0
         self.diverged = False
         self.checker = IncrementalCheck()  # the last check, redone only where the context changed since
+        self.checked: int | None = None  # the context's length at the last check (None: none made, or forked)
         self.previous_message_id: str | None = None
         self.pending: int | None = None  # removed tokens to use from the next call on (reproduced compaction)
         # the message ids of the calls a compaction came right before: the recorded response stands in for the
@@ -227,6 +228,7 @@ class _Cursor:
         clone.fresh = set(self.fresh)
         clone.result = _relabeled(self.result, strategy)
         clone.checker = IncrementalCheck()
+        clone.checked = None
         return clone
 
     def step(self, index: int) -> bool:
@@ -296,7 +298,9 @@ class _Cursor:
             memo=p.messages,
             incremental=self.checker,
             fresh_responses=self.fresh,
+            grown=self.checked if compaction is None else None,  # nothing compacted: the context only grew
         )
+        self.checked = len(self.context)
         if compaction is not None:
             self.result.events.append(
                 event_row(

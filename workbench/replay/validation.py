@@ -34,6 +34,7 @@ def check_request(
     memo: MessageMemo | None = None,
     incremental: IncrementalCheck | None = None,
     fresh_responses: Container[str] = (),
+    grown: int | None = None,
 ) -> RequestCheck:
     """Normalize ``context`` (from its last compact boundary) and validate it; count what repair changes.
 
@@ -42,16 +43,19 @@ def check_request(
     ``fresh_responses``: message ids of the model's first responses after a compaction (the thinking rule
     exempts a tool loop one of them opens, `workbench.api.validate`).
     ``incremental``: the check of the caller's previous context, to redo only what changed since (the same
-    result, `workbench.api.incremental`).
+    result, `workbench.api.incremental`). ``grown``: the caller's word that ``context`` is the previous
+    context with records appended, the previous being ``grown`` long (the identity scans are skipped).
     """
     if incremental is not None:
-        start = incremental.request_start(context)
+        before = incremental.start
+        start = incremental.request_start(context, grown=grown)
         found, repaired = incremental.check(
             context[start:],
             thinking=thinking,
             original_thinking=original_thinking,
             memo=memo,
             fresh_responses=fresh_responses,
+            grown=grown - start if grown is not None and start == before and start <= grown else None,
         )
         return RequestCheck(found, repaired)
     start = next((i + 1 for i in range(len(context) - 1, -1, -1) if context[i].is_compact_boundary), 0)
