@@ -1,5 +1,5 @@
-"""``workbench ingest``, ``tokens``, ``export``, ``validate``, ``invariants`` and ``check``: the commands over
-transcripts (rows of `COMMANDS`, the table `workbench.cli` builds its parser from).
+"""``workbench ingest``, ``tokens``, ``export``, ``validate``, ``invariants``, ``check``, ``reproduce``: the
+commands over transcripts (rows of `COMMANDS`, the table `workbench.cli` builds its parser from).
 
 Importing this module costs nothing beyond `workbench.cli_common`: each command imports what it needs
 when it runs (``ingest`` the transcript package, ``tokens`` pandas, ``validate`` the API study).
@@ -273,6 +273,41 @@ def check(paths: list[Path], strategy: list[str] | None = None, as_json: bool = 
     _finish(failures, len(used))
 
 
+def reproduce(paths: list[Path], as_json: bool = False, fmt: str | None = None) -> None:
+    """Where Claude Code really compacted in these histories, and whether the version table reproduces it:
+    one row per recorded compaction (version, model, table row and threshold, preTokens / postTokens, the
+    call `full-compact --set summarizer=recorded` compacts before, and `claude-code`'s for the first
+    automatic one), then the hit rate per version range."""
+    from .isolation import fold_sessions
+    from .replay.reproduction import reproduction, summary_by_row
+
+    stream = _Stream(paths, fmt)
+    failures: list[SessionFailure] = []
+    rows: list[Any] = []
+    used = fold_sessions(lambda s: rows.extend(reproduction(s)), stream.sessions(), failures, progress="reproduce")
+    stream.fail_if_nothing()
+    by_row = summary_by_row(rows)
+    data = {"by_row": by_row, "compactions": [r.as_dict() for r in rows], "failed": [f.as_dict() for f in failures]}
+    human = [f"{len(rows)} recorded compactions in {len({r.recorded.file for r in rows})} files"]
+    for row in rows:
+        rec = row.recorded
+        ours = "-" if row.full_compact_step is None else str(row.full_compact_step)
+        first = "-" if row.claude_code_step is None else str(row.claude_code_step)
+        pipeline = f", claude-code {first}" if row.first_auto else ""
+        human.append(
+            f"  {rec.file or rec.session_id} call {rec.step} {rec.trigger} {rec.pre_tokens or '-'} "
+            f"(v{rec.version}, {rec.model}, row {row.label_threshold}): full-compact {ours}{pipeline}"
+            f"{'' if row.full_compact_hit else '  MISSED'}"
+        )
+    for label, counts in by_row.items():
+        human.append(
+            f"{label}: full-compact {counts['full_compact_hits']}/{counts['auto']} automatic, claude-code "
+            f"{counts['claude_code_hits']}/{counts['first_auto']} first"
+        )
+    _emit(data, as_json, "\n".join(human))
+    _finish(failures, len(used))
+
+
 COMMANDS = (
     Command(
         "ingest",
@@ -328,6 +363,7 @@ COMMANDS = (
         ),
     ),
     Command("invariants", invariants, (PATHS, JSON, FORMAT)),
+    Command("reproduce", reproduce, (PATHS, JSON, FORMAT)),
     Command(
         "check",
         check,

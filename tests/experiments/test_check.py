@@ -26,13 +26,16 @@ def test_each_shape_is_named() -> None:
     assert wide.window == 1_000_000 and wide.resumed
     broken = check_session(shaped_session(Shape(calls=8, broken_at=2)), [])
     assert broken.recording_violations == 5 and broken.recording_rules == ["tool_use_without_tool_result"]
-    newer = check_session(shaped_session(Shape(calls=4, version="2.1.201", model="acme-internal-7b")), [])
-    assert newer.unknown_versions == ["2.1.201"] and newer.unpriced_models == ["acme-internal-7b"]
+    newer = check_session(shaped_session(Shape(calls=4, version="2.1.301", model="acme-internal-7b")), [])
+    assert newer.unknown_versions == ["2.1.301"] and newer.unpriced_models == ["acme-internal-7b"]
     assert any("newer than the version table" in p for p in newer.problems)
     assert any("unpriced: acme-internal-7b" in p for p in newer.problems)
+    assert any("acme-internal-7b unknown to Claude Code" in p for p in newer.problems)
+    within = check_session(shaped_session(Shape(calls=4, version="2.1.240")), [])
+    assert within.unknown_versions == [] and not any("Claude Code" in p for p in within.problems)
     totals = summary([resumed, wide, broken, newer])
     assert totals["resumed_sessions"] == 2 and totals["window_1m_sessions"] == 1
-    assert totals["recording_violation_sessions"] == 1 and totals["unknown_versions"] == ["2.1.201"]
+    assert totals["recording_violation_sessions"] == 1 and totals["unknown_versions"] == ["2.1.301"]
 
 
 def test_a_strategy_that_adds_rejected_requests_is_named() -> None:

@@ -58,6 +58,7 @@ class SessionCheck:
     unknown_versions: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     unpriced_models: list[str] = field(default_factory=list)
+    unrecognised_models: list[str] = field(default_factory=list)
     window: int | None = None
     hidden_tokens: int = 0
     resumed: bool = False
@@ -76,7 +77,13 @@ class SessionCheck:
     def problems(self) -> list[str]:
         """What affects a result, in words (empty: everything is modelled)."""
         out = fact_notes(
-            self.format, self.unknown_versions, self.window, self.resumed, self.hidden_tokens, self.unknown_types
+            self.format,
+            self.unknown_versions,
+            self.window,
+            self.resumed,
+            self.hidden_tokens,
+            self.unknown_types,
+            self.unrecognised_models,
         )
         if self.unpriced_models:
             out.append(f"unpriced: {', '.join(self.unpriced_models)}")
@@ -104,6 +111,7 @@ def row_of(session_id: str, file: str | None, calls: int, facts: SessionFacts) -
         unknown_versions=facts.unknown_versions,
         models=list(facts.models),
         unpriced_models=[m for m in facts.models if known_price(m, pricing) is None],
+        unrecognised_models=facts.unrecognised_models,
         window=facts.window,
         hidden_tokens=facts.hidden_tokens,
         resumed=facts.resumed,

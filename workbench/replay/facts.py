@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..strategies.versions import REFERENCE_VERSION, parse_version
+from ..strategies.versions import TABLE_THROUGH, is_claude_model, newer_than_table, parse_version
 from ..transcript.model import Session
 
 if TYPE_CHECKING:
@@ -71,12 +71,23 @@ class SessionFacts:
     @property
     def unknown_versions(self) -> list[str]:
         """Claude Code versions newer than the version table (replayed with its newest row)."""
-        newest = parse_version(REFERENCE_VERSION)
-        return [v for v in self.versions if version_key(v) > newest]
+        return [v for v in self.versions if newer_than_table(v)]
+
+    @property
+    def unrecognised_models(self) -> list[str]:
+        """Models of a Claude Code session that Claude Code does not recognise (a proxy to GLM, Kimi, ...):
+        before 2.1.223 it never auto-compacts them (`ClaudeCodeVersion.auto_compacts`)."""
+        return [m for m in self.models if not is_claude_model(m)] if self.format == "claude-code" else []
 
     def notes(self) -> list[str]:
         return fact_notes(
-            self.format, self.unknown_versions, self.window, self.resumed, self.hidden_tokens, self.unknown_types
+            self.format,
+            self.unknown_versions,
+            self.window,
+            self.resumed,
+            self.hidden_tokens,
+            self.unknown_types,
+            self.unrecognised_models,
         )
 
 
@@ -92,19 +103,25 @@ def fact_notes(
     resumed: bool,
     hidden_tokens: int,
     unknown_types: Sequence[str],
+    unrecognised_models: Sequence[str] = (),
 ) -> list[str]:
     """The words for what a replay of the session cannot fully model (empty: nothing)."""
     out = []
     if fmt and fmt not in ANTHROPIC_FORMATS:
         out.append(f"a {fmt} session replayed as Anthropic Messages requests")
     if unknown_versions:
-        out.append(f"Claude Code {', '.join(unknown_versions)} newer than the version table")
+        out.append(
+            f"Claude Code {', '.join(unknown_versions)} newer than the version table (checked through "
+            f"{TABLE_THROUGH}; replayed with its newest row)"
+        )
     if window:
         out.append(f"{window // 1000:,}k window")
     if resumed:
         out.append(f"starts with {hidden_tokens:,} tokens the file does not hold")
     if unknown_types:
         out.append(f"unknown record types: {', '.join(unknown_types)}")
+    if unrecognised_models:
+        out.append(f"model {', '.join(unrecognised_models)} unknown to Claude Code (no auto-compaction before 2.1.223)")
     return out
 
 

@@ -9,7 +9,9 @@ output compacts at 167,000 tokens and blocks at 177,000.
 
 Other versions (`workbench.strategies.versions`): `for_version` fills every field the config did not set
 explicitly from the version's row and the model (e.g. v2.0.x reserved the whole max output, measured the
-last response's usage and blocked at window − 3,000); explicitly set fields always win.
+last response's usage and blocked at window − 3,000; from 2.1.117 Opus 4.7 and the later native-1M models
+are measured against 1M; before 2.1.223 a model id Claude Code does not recognise never auto-compacts);
+explicitly set fields always win.
 """
 
 from __future__ import annotations
@@ -70,6 +72,11 @@ class AutoCompactTrigger(StrategyConfig):
         "estimate",
         description="estimate: tokenCountWithEstimation (v2.1.x); usage: the last response's usage total (v2.0.x)",
     )
+    auto_compact: bool = Field(
+        True,
+        description="auto-compaction fires at all (off: DISABLE_AUTO_COMPACT, or a model id the version does not "
+        "recognise before 2.1.223)",
+    )
 
     @model_validator(mode="after")
     def _positive_effective(self) -> AutoCompactTrigger:
@@ -109,7 +116,7 @@ class AutoCompactTrigger(StrategyConfig):
         return view.tokens
 
     def fires(self, view: ContextView) -> bool:
-        return self.is_above_threshold(self.size(view))
+        return self.auto_compact and self.is_above_threshold(self.size(view))
 
     def is_above_threshold(self, tokens: int) -> bool:
         return tokens >= self.threshold
@@ -131,7 +138,7 @@ def _resolved(
 ) -> AutoCompactTrigger:
     explicit = trigger.model_fields_set
     values = {
-        "context_window": window or context_window_for_model(model),
+        "context_window": window or row.native_window(model) or context_window_for_model(model),
         "max_output_tokens": row.max_output_for(model),
         "summary_output_reserve": row.output_reserve(model),
         "buffer_tokens": row.autocompact_buffer,
@@ -140,6 +147,7 @@ def _resolved(
         "blocking_base": row.blocking_base,
         "max_consecutive_failures": row.circuit_breaker,
         "measure": row.measure,
+        "auto_compact": row.auto_compacts(model),
     }
     update = {key: value for key, value in values.items() if key not in explicit}
     return trigger.model_copy(update=update)  # an empty update copies: the same values either way

@@ -39,9 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "REFERENCE_VERSION",
+    "TABLE_THROUGH",
     "VERSIONS",
     "ClaudeCodeVersion",
     "Evidence",
+    "is_claude_model",
+    "newer_than_table",
     "parse_version",
     "version_constants",
     "version_table",
@@ -49,6 +52,8 @@ __all__ = [
 
 #: The version the reference doc describes and the default when a session records none.
 REFERENCE_VERSION = "2.1.88"
+#: The newest CHANGELOG entry the table was checked against; a newer version gets the last row and a warning.
+TABLE_THROUGH = "2.1.240"
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -103,6 +108,14 @@ class ClaudeCodeVersion(BaseModel):
     max_message_chars: int = Field(200_000, gt=0)
     time_based_microcompact: bool = True
     circuit_breaker: int | None = Field(3, ge=1)
+    #: Claude Code's own stop after this many refills in a row (2.1.89); None: the version has none. The
+    #: replay applies `workbench.strategies.refill` to every version (a thrash loop is a cost, not a result).
+    refill_stop: int | None = Field(None, ge=1)
+    #: Model families (prefix match) whose native window is 1M in this version, whatever the recording shows.
+    native_1m: tuple[str, ...] = ()
+    #: Whether a session on a model id the version does not recognise is held to the assumed window; before
+    #: 2.1.223 such sessions grew past it and never auto-compacted.
+    unknown_models_compact: bool = False
     evidence: tuple[Evidence, ...] = ()
 
     def max_output_for(self, model: str | None) -> int:
@@ -118,13 +131,35 @@ class ClaudeCodeVersion(BaseModel):
         out = self.max_output_for(model)
         return out if self.output_reserve_cap is None else min(out, self.output_reserve_cap)
 
+    def native_window(self, model: str | None) -> int | None:
+        """1,000,000 for a model whose window this version takes as natively 1M, else None."""
+        if model:
+            name = model.removesuffix("[1m]")
+            if any(name.startswith(prefix) for prefix in self.native_1m):
+                return 1_000_000
+        return None
+
+    def auto_compacts(self, model: str | None) -> bool:
+        """Whether this version auto-compacts a session on ``model`` at all (unknown ids: from 2.1.223)."""
+        return self.unknown_models_compact or is_claude_model(model)
+
+
+def is_claude_model(model: str | None) -> bool:
+    """A model id Claude Code recognises: a Claude model under any provider's naming (``claude-…``,
+    ``us.anthropic.claude-…``, ``claude-opus-4-6@…``) or a name it maps itself (``fable…``); no model
+    recorded counts as recognised. GLM, Kimi, MiniMax, Gemini or GPT ids run through a proxy do not."""
+    if not model:
+        return True
+    name = model.lower()
+    return "claude" in name or name.startswith("fable") or name == "<synthetic>"
+
 
 _CHANGELOG = "anthropics/claude-code CHANGELOG.md"
 _B566 = ("smartagent-pai/b566e56e", "smartagent-pai/24a90d02")
 
 _V20 = ClaudeCodeVersion(
     since="0.0.0",
-    label="1.0.x–2.0.x",
+    label="1.0.x–2.0.57",
     output_reserve_cap=None,
     max_output_tokens={"claude-opus-4-5": 64_000},
     measure="usage",
@@ -188,7 +223,40 @@ _V20 = ClaudeCodeVersion(
     ),
 )
 
-_V21_EARLY = _V20.model_copy(
+_OPUS45_155K = (
+    "held-out: 13 Opus 4.5 auto-compactions on 2.0.74, 2.0.76 and 2.1.19 at preTokens 155,199–172,320, "
+    "equal to the last response's usage total in 11 of 13",
+)
+
+_V20_LATE = _V20.model_copy(
+    update={
+        "since": "2.0.58",
+        "label": "2.0.58–2.0.x",
+        "max_output_tokens": {},
+        "evidence": (
+            Evidence(
+                constant="max_output_tokens[claude-opus-4-5]",
+                source="Opus 4.5 reserves the default 32k: 200,000 − 32,000 − 13,000 = 155,000, the lowest recorded "
+                "preTokens on 2.0.74, 2.0.76 and 2.1.19 (held-out recordings; the sessions stay outside the "
+                "repository). The 64k of 2.0.57 (smartagent-pai) holds up to 2.0.57; the change lies in "
+                "(2.0.57, 2.0.74] and no changelog entry names it, so it is placed at 2.0.58 (assumed). #17660's "
+                "77.0k buffer (January 2026) matches a user-set CLAUDE_CODE_MAX_OUTPUT_TOKENS=64000 (set "
+                "trigger.max_output_tokens to replay such a user)",
+                inferred=True,
+                sessions=_OPUS45_155K,
+            ),
+            Evidence(
+                constant="max_output_tokens[claude-sonnet-4-5]",
+                source="Sonnet 4.5 on 2.0.36–2.0.42: 5 auto-compactions at preTokens 155,573–157,712 (the 155,000 "
+                "threshold on the last usage)",
+                inferred=True,
+                sessions=("bestlove1211-opencode/765a9806", "bestlove1211-opencode/ce3dbbb4"),
+            ),
+        ),
+    }
+)
+
+_V21_EARLY = _V20_LATE.model_copy(
     update={
         "since": "2.1.0",
         "label": "2.1.0–2.1.1",
@@ -304,15 +372,85 @@ _V2188 = ClaudeCodeVersion(
             constant="all",
             source="docs §3.3 (time-based microcompact, shipped disabled), §3.7 (50k / 200k budget), §4.2 "
             "(20k reserve cap, 13k buffer, 20k warning, effective − 3k blocking), §4.4 (circuit breaker 3), "
-            "§2.1 (tengu_session_memory / tengu_sm_compact default false); v2.1.89 adds the thrash-loop stop "
-            "(not modelled)",
+            "§2.1 (tengu_session_memory / tengu_sm_compact default false)",
         ),
     ),
+)
+
+_V21_REFILL = _V2188.model_copy(
+    update={
+        "since": "2.1.89",
+        "label": "2.1.89–2.1.116",
+        "refill_stop": 3,
+        "evidence": (
+            Evidence(
+                constant="refill_stop",
+                source=f"{_CHANGELOG} 2.1.89: 'Fixed autocompact thrash loop — now detects when context refills to "
+                "the limit immediately after compacting three times in a row and stops'",
+            ),
+            Evidence(
+                constant="not modelled",
+                source="#43989: v2.1.92 held Opus 4.6 (1M) to a 400k auto-compact window (a regression, no changelog "
+                "entry for its start or its fix); 2.1.105 PreCompact hooks can block compaction (a user's hook)",
+            ),
+        ),
+    }
+)
+
+_V21_NATIVE_1M = _V21_REFILL.model_copy(
+    update={
+        "since": "2.1.117",
+        "label": "2.1.117–2.1.222",
+        "native_1m": ("claude-opus-4-7", "fable", "claude-sonnet-5", "claude-opus-5"),
+        "evidence": (
+            Evidence(
+                constant="native_1m",
+                source=f"{_CHANGELOG} 2.1.117: Opus 4.7 'was computing against a 200K context window instead of "
+                "Opus 4.7's native 1M'; models introduced later with a native 1M window: Fable 5 (2.1.170; 2.1.173 "
+                "'Fable 5 includes 1M context by default'), Sonnet 5 (2.1.197 'native 1M-token context window'), "
+                "Opus 5 (2.1.219 '1M context'). Opus 4.8 (2.1.154) is announced without a window: 200k unless the "
+                "recording proves 1M",
+            ),
+            Evidence(
+                constant="not modelled",
+                source=f"{_CHANGELOG} 2.1.139 compaction prompt keeps sensitive user instructions (the summary's "
+                "text, not its size); 2.1.141 'Summarize up to here' (a user action); 2.1.142 reactive compaction "
+                "seeds from the overflow size (the replay never sends an over-limit request); 2.1.152 "
+                "cache_creation_input_tokens written as 0 when only the nested breakdown was reported (the loader "
+                "reads the breakdown instead, `workbench.transcript.sanitize`); 2.1.172 1M sessions "
+                "without usage credits compact back under the standard limit (account state, not in transcripts); "
+                "2.1.198 compaction inherits the session's thinking settings (the summary call's cost)",
+            ),
+        ),
+    }
+)
+
+_V21_UNKNOWN_MODELS = _V21_NATIVE_1M.model_copy(
+    update={
+        "since": "2.1.223",
+        "label": f"2.1.223–{TABLE_THROUGH}",
+        "unknown_models_compact": True,
+        "evidence": (
+            Evidence(
+                constant="unknown_models_compact",
+                source=f"{_CHANGELOG} 2.1.223: 'keep sessions on unrecognized model IDs within the assumed context "
+                "window instead of letting them grow past it'; before it, auto-compact did not fire for them "
+                "(router-for-me/CLIProxyAPI#363: glm-4.6, kimi, minimax through Claude Code, 2025-11)",
+            ),
+            Evidence(
+                constant="not modelled",
+                source=f"{_CHANGELOG} 2.1.223 CLAUDE_CODE_DISABLE_1M_CONTEXT holds native-1M models to 200K (set "
+                "trigger.context_window=200000); 2.1.229 requests over the 32 MB limit are stripped of images and "
+                f"documents during compaction; checked against the changelog through {TABLE_THROUGH}",
+            ),
+        ),
+    }
 )
 
 #: The rows, oldest first; each holds from its ``since`` up to the next row's.
 VERSIONS: tuple[ClaudeCodeVersion, ...] = (
     _V20,
+    _V20_LATE,
     _V21_EARLY,
     _V21_PERSIST,
     _V21_BLOCK_EFFECTIVE,
@@ -321,7 +459,18 @@ VERSIONS: tuple[ClaudeCodeVersion, ...] = (
     _V21_50K,
     _V21_BREAKER,
     _V2188,
+    _V21_REFILL,
+    _V21_NATIVE_1M,
+    _V21_UNKNOWN_MODELS,
 )
+
+
+def newer_than_table(version: str | None) -> bool:
+    """Whether ``version`` is newer than the changelog the table was checked against (`TABLE_THROUGH`)."""
+    try:
+        return version is not None and parse_version(version) > parse_version(TABLE_THROUGH)
+    except ValueError:
+        return False
 
 
 @lru_cache(maxsize=256)
@@ -356,6 +505,9 @@ def version_table() -> list[dict[str, object]]:
                 if row.tool_result_budget
                 else "off",
                 "circuit_breaker": row.circuit_breaker,
+                "refill_stop": row.refill_stop,
+                "native_1m": ", ".join(row.native_1m) or "-",
+                "unknown_models": "held to the assumed window" if row.unknown_models_compact else "never auto-compact",
                 "evidence": [e.model_dump() for e in row.evidence],
             }
         )

@@ -44,7 +44,8 @@ __all__ = [
 
 #: Conversation ("chain") entries, docs §7.2.
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment"})
-#: Every entry type Claude Code v2.1.88 writes or reads (docs §7.2), plus legacy ``progress``.
+#: Every entry type Claude Code v2.1.88 writes or reads (docs §7.2), plus legacy ``progress`` and the
+#: ``permission-mode`` lines of later versions.
 KNOWN_TYPES = CHAIN_TYPES | frozenset(
     {
         "progress",
@@ -63,6 +64,7 @@ KNOWN_TYPES = CHAIN_TYPES | frozenset(
         "file-history-snapshot",
         "attribution-snapshot",
         "queue-operation",
+        "permission-mode",
         "speculation-accept",
         "content-replacement",
         "marble-origami-commit",

@@ -19,6 +19,11 @@ warning on its record instead of a crash of every command over the whole folder:
   rule: one that is not credible is dropped from `Record.compact_metadata` (``Record.raw`` keeps it) with
   a warning, so ``workbench tokens`` never reports an error against ``preTokens = -5``.
 
+* **Cache writes only in the breakdown.** Before Claude Code 2.1.152 a transcript could record
+  ``cache_creation_input_tokens: 0`` when the API reported cache writes only in the nested
+  ``cache_creation`` object (CHANGELOG 2.1.152). Read as written, those writes vanish from the context size
+  and the bill; the loader takes the breakdown's total instead, with a warning.
+
 Warnings go to ``Session.metadata["warnings"]`` as ``{"file", "line", "reason"}`` (``workbench ingest``
 lists them).
 """
@@ -32,7 +37,7 @@ from typing import Any
 
 from .model import MAX_TOKENS, Block, Record, Session, credible_count, is_count_key
 
-__all__ = ["MAX_TOKENS", "check_session", "clean_usage", "replace_surrogates"]
+__all__ = ["MAX_TOKENS", "ZERO_CACHE_WRITES", "check_session", "clean_usage", "replace_surrogates"]
 
 _NESTED = ("cache_creation", "server_tool_use")
 _COUNT_SUFFIXES = ("_tokens", "_requests")
@@ -140,13 +145,28 @@ def _metadata_problems(record: Record) -> list[str]:
     ]
 
 
+#: The reason given when the breakdown's cache writes replace a recorded 0.
+ZERO_CACHE_WRITES = (
+    "cache_creation_input_tokens is 0 but the nested cache_creation breakdown reports cache writes (Claude Code "
+    "before 2.1.152); the breakdown's total is used"
+)
+
+
+def _breakdown_writes(usage: Mapping[str, Any]) -> int:
+    """The cache-write tokens of ``usage``'s nested breakdown when the top-level count is 0 or missing, else 0."""
+    nested = usage.get("cache_creation")
+    if not isinstance(nested, Mapping) or usage.get("cache_creation_input_tokens"):
+        return 0
+    return sum(v for v in nested.values() if type(v) is int and v > 0)
+
+
 def _clean_record(record: Record) -> tuple[Record, list[str]]:
     line, usage = record.line, record.usage
     boundary = record.is_compact_boundary
     if (
         line is not None
         and _ESCAPE.search(line) is None
-        and (usage is None or (type(usage) is dict and _plain(usage)))
+        and (usage is None or (type(usage) is dict and _plain(usage) and not _breakdown_writes(usage)))
         and not boundary
     ):
         return record, _NOTHING  # the common case, kept cheap: ingest checks every record
@@ -170,6 +190,10 @@ def _clean_record(record: Record) -> tuple[Record, list[str]]:
         if cleaned is not usage:
             changes["usage"] = cleaned
             problems += found
+        writes = _breakdown_writes(cleaned)
+        if writes:
+            changes["usage"] = {**cleaned, "cache_creation_input_tokens": writes}
+            problems.append(ZERO_CACHE_WRITES)
     return (replace(record, **changes) if changes else record), problems
 
 
