@@ -64,6 +64,8 @@ shapes = st.builds(
     hidden_tokens=st.sampled_from([15_000, 160_000, 300_000]),
     model=st.sampled_from(["claude-opus-4-6", "claude-sonnet-4-5[1m]", "gpt-5-codex"]),
     broken_at=st.none() | st.integers(1, 6),
+    replaced_at=st.none() | st.integers(2, 7),
+    version=st.sampled_from(["2.0.57", "2.1.39", "2.1.88", "2.1.230"]),
     seed=st.integers(0, 3),
 )
 

@@ -56,6 +56,7 @@ from ..strategies.base import Compaction, ContextView, RecordedCompaction, Strat
 from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
+from ..transcript.replacements import as_sent, recorded_replacements
 from ..transcript.steps import ApiCall, api_calls
 from .facts import SessionFacts
 from .kept import Columns, KeptIndex, changes, first_positions
@@ -105,7 +106,8 @@ class _Prepared:
     def __init__(self, session: Session, *, strip: bool, estimator: str) -> None:
         self.session = session
         self.strip = strip
-        original = session.conversation()
+        # what the requests carried: Claude Code's recorded content replacements applied (`as_sent`)
+        original = as_sent(session.conversation(), recorded_replacements(session.records))
         self.records, boundaries = strip_recorded_compactions(original) if strip else (list(original), [])
         rough_all = cached_estimator("claude-rough").count_many(self.records)
         self.measure = cached_estimator(estimator)

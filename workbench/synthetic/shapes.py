@@ -5,11 +5,13 @@ already carries ``hidden_tokens`` the file does not hold (the replay counts them
 a 1M-window model (``model`` with ``[1m]``; recorded usage above 200k), parallel tool batches written the
 way Claude Code streams them (one ``assistant`` record per block sharing ``message.id``, results interleaved
 right after their tool_use or after the batch), responses without thinking inside a tool loop, a huge tool
-result, and a recording that already breaks a pair (a tool_use whose result was never written, then a new
-prompt). Usage is consistent with the content: every call's prompt is ``hidden_tokens`` plus chars/4 of
-what was sent, as in `tests/replay/synthetic.py`. The facts behind the shapes: docs/claude-code-
-compaction.md §7.4 (streamed records), corpus/SOURCES.md (shape facts), the sessions `workbench check`
-reports (resumed and 1M sessions in claude-code-more).
+result, a result over Claude Code's 50,000-character budget that the transcript keeps whole while the
+request carried a preview recorded in a ``content-replacement`` line (docs §3.7,
+`workbench.transcript.replacements`), and a recording that already breaks a pair (a tool_use whose result
+was never written, then a new prompt). Usage is consistent with the content: every call's prompt is
+``hidden_tokens`` plus chars/4 of what was sent, as in `tests/replay/synthetic.py`. The facts behind the
+shapes: docs/claude-code-compaction.md §7.4 (streamed records), corpus/SOURCES.md (shape facts), the
+sessions `workbench check` reports (resumed and 1M sessions in claude-code-more).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from ..tokens.estimators import get_estimator
 from ..transcript.model import Block, Record, Session
+from ..transcript.replacements import as_sent
 
 __all__ = ["Shape", "shaped_session"]
 
@@ -33,6 +36,7 @@ class Shape:
     thinking: float = 0.5  # share of responses inside a loop that start with thinking (loop openers always do)
     result_chars: int = 4_000
     huge_result_at: int | None = None  # the call whose first result is 600k characters
+    replaced_at: int | None = None  # the call whose first result (120k characters) was sent as a preview
     hidden_tokens: int = 15_000  # system prompt and tools, plus history the file does not hold when resumed
     model: str = "claude-opus-4-6"
     broken_at: int | None = None  # the call whose tool_use never gets a result (a new prompt follows)
@@ -48,10 +52,10 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
     records: list[Record] = []
     sent = 0  # chars/4 of what the records so far put into a request
 
-    def add(record: Record) -> None:
+    def add(record: Record, as_sent: Record | None = None) -> None:
         nonlocal sent
         records.append(record)
-        sent += rough.count(record)
+        sent += rough.count(as_sent or record)
 
     def record(kind: str, blocks: list[dict], *, mid: str | None = None, string: str | None = None) -> Record:
         n = len(records)
@@ -102,6 +106,7 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
                 if call == shape.broken_at:
                     continue
                 chars = 600_000 if call == shape.huge_result_at and block is uses[0] else shape.result_chars
+                chars = 120_000 if call == shape.replaced_at and block is uses[0] else chars
                 content = f"ok {block['id']} " + "x" * chars
                 result = record("user", [{"type": "tool_result", "tool_use_id": block["id"], "content": content}])
                 if shape.interleaved:
@@ -110,6 +115,9 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
                     pending.append(result)
         for result in pending:
             add(result)
+        if call == shape.replaced_at and uses:
+            records.append(_budget(records, uses, session_id))
+            sent = sum(rough.count(r) for r in as_sent(records))  # the usage counts the previews
         if call == shape.broken_at:
             add(record("user", [], string="[Request interrupted by user] Start again from the last step."))
     return Session(
@@ -122,3 +130,25 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
         client_version=shape.version,
         capabilities=frozenset({"usage", "message_ids", "uuids", "timestamps", "thinking"}),
     )
+
+
+def _budget(records: list[Record], uses: list[dict], session_id: str) -> Record:
+    """Claude Code's budget over the batch just written (docs §3.7): a result over 50,000 characters, then the
+    largest until the batch is within 200,000, becomes a preview; one ``content-replacement`` line records it."""
+    ids = {u["id"] for u in uses}
+    results = [r for r in records if r.blocks and r.blocks[0].kind == "tool_result" and r.blocks[0].tool_use_id in ids]
+    total = sum(len(str(r.blocks[0].raw["content"])) for r in results)
+    replacements = []
+    for result in sorted(results, key=lambda r: -len(str(r.blocks[0].raw["content"]))):
+        block = result.blocks[0]
+        if total <= 200_000 and len(block.raw["content"]) <= 50_000:
+            break
+        preview = (
+            f"<persisted-output>\nOutput too large ({len(block.raw['content']) // 1000}KB). Full output saved to: "
+            f"/tmp/{session_id}/tool-results/{block.tool_use_id}.txt\n\nPreview (first 2KB):\n"
+            f"{str(block.raw['content'])[:2000]}\n...\n</persisted-output>"
+        )
+        total -= len(block.raw["content"]) - len(preview)
+        replacements.append({"kind": "tool-result", "toolUseId": block.tool_use_id, "replacement": preview})
+    raw = {"type": "content-replacement", "sessionId": session_id, "replacements": replacements}
+    return Record(kind="content-replacement", session_id=session_id, raw=raw)
