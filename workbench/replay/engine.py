@@ -127,7 +127,7 @@ class _Prepared:
         self.messages: MessageMemo = {}
         # Recursion guard (docs §4.3): the compaction call itself (and a memory extraction) never compacts.
         self.guarded = session.metadata.get("query_source") in ("compact", "session_memory")
-        self.recorded = _recorded_compactions(original, self.records, boundaries, self.calls)
+        self.recorded, self.late = _recorded_compactions(original, self.records, boundaries, self.calls)
         # A recorded request above the default window proves the 1M window was in use (docs §4.1).
         prompts = [prompt_tokens(u) for c in self.calls if (u := c.usage(self.records)) is not None]
         self.window = 1_000_000 if prompts and max(prompts) > 200_000 else None
@@ -144,7 +144,13 @@ class _Prepared:
         return first_positions(self.uuids)
 
     def view(
-        self, items: Sequence[Record], tokens: int, step: int, record: Record, usage: int | None = None, index: int = -1
+        self,
+        items: Sequence[Record],
+        tokens: int,
+        step: int,
+        record: Record,
+        usage: int | None = None,
+        recorded: RecordedCompaction | None = None,
     ) -> ContextView:
         version = record.raw.get("version")
         return ContextView(
@@ -159,7 +165,7 @@ class _Prepared:
             usage_tokens=usage,
             version=(version if isinstance(version, str) else None) or self.session.client_version,
             window=self.window,
-            recorded=self.recorded.get(index),
+            recorded=recorded,
         )
 
 
@@ -168,8 +174,10 @@ def _recorded_compactions(
     records: Sequence[Record],
     boundaries: Sequence[tuple[int, Record]],
     calls: Sequence[ApiCall],
-) -> dict[int, RecordedCompaction]:
-    """Call index → the recorded compaction made in the gap just before that call (stripped replays)."""
+) -> tuple[dict[int, RecordedCompaction], dict[int, RecordedCompaction]]:
+    """Call index → the recorded compaction made in the gap just before that call (stripped replays), and
+    call index → an automatic one made before the previous call, as a compaction that fires one call late
+    finds it: its tail holds the records of that call too, its post-compact size is that call's prompt."""
     summaries: dict[int, Record] = {}
     pending: Record | None = None
     for record in original:
@@ -179,20 +187,29 @@ def _recorded_compactions(
             summaries[id(pending)] = record
             pending = None
     out: dict[int, RecordedCompaction] = {}
+    late: dict[int, RecordedCompaction] = {}
     firsts = [c.first for c in calls]
-    for position, boundary in boundaries:
-        index = next((i for i, first in enumerate(firsts) if first >= position), None)
-        if index is None:
-            continue
+
+    def at(index: int, boundary: Record, position: int) -> RecordedCompaction:
         usage = calls[index].usage(records)
-        out[index] = RecordedCompaction(
+        return RecordedCompaction(
             boundary,
             summaries.get(id(boundary)),
             position=position,
             tail=firsts[index] - position,
             post_tokens=prompt_tokens(usage) if usage is not None else None,
         )
-    return out
+
+    for position, boundary in boundaries:
+        index = next((i for i, first in enumerate(firsts) if first >= position), None)
+        if index is None:
+            continue
+        out[index] = at(index, boundary, position)
+        if index + 1 < len(calls) and out[index].trigger == "auto":
+            late[index + 1] = at(index + 1, boundary, position)
+    for index in out:
+        late.pop(index, None)
+    return out, late
 
 
 class _Cursor:
@@ -216,6 +233,16 @@ class _Cursor:
         # the message ids of the calls a compaction came right before: the recorded response stands in for the
         # one the model would give from the compacted context (the thinking rule's `fresh_responses`)
         self.fresh: set[str] = set()
+        self.reproduced: set[int] = set()  # positions of the recorded boundaries a compaction reproduced
+
+    def recorded_for(self, index: int) -> RecordedCompaction | None:
+        """The recorded compaction a compaction before call ``index`` may reproduce: the one made right
+        before it, else an automatic one made before the previous call that none of ours reproduced yet."""
+        found = self.p.recorded.get(index)
+        if found is None:
+            late = self.p.late.get(index)
+            found = late if late is not None and late.position not in self.reproduced else None
+        return found
 
     def fork(self, strategy: Strategy) -> _Cursor:
         """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists are
@@ -228,6 +255,7 @@ class _Cursor:
         clone.sent_before = list(self.sent_before)
         clone.kept_index = self.kept_index.copy() if self.kept_index is not None else None
         clone.fresh = set(self.fresh)
+        clone.reproduced = set(self.reproduced)
         clone.result = _relabeled(self.result, strategy)
         clone.checker = IncrementalCheck()
         clone.checked = None
@@ -260,8 +288,9 @@ class _Cursor:
         if usage:
             usage = max(0, usage - self.removed + self.added)
         compaction = None
+        recorded = self.recorded_for(index)
         if not p.guarded:
-            view = p.view(self.context, tokens, call.step, records[call.first], usage, index)
+            view = p.view(self.context, tokens, call.step, records[call.first], usage, recorded)
             if view.recorded is not None and view.recorded.trigger == "manual":
                 compaction = strategy.compact_manual(view, self.state)  # the user's /compact is input
             if compaction is None:
@@ -270,12 +299,14 @@ class _Cursor:
             before_tokens = tokens
             dropped, new, kept = changes(self.context, compaction)
             kept_columns = self._kept(compaction, kept, call.first)
-            synced = p.size.offset_at.get(p.recorded[index].position) if compaction.details.get("recorded") else None
-            if synced is not None:
+            reproduced = recorded if compaction.details.get("recorded") else None
+            synced = p.size.offset_at.get(reproduced.position) if reproduced is not None else None
+            if reproduced is not None and synced is not None:
                 # Claude Code's own compaction reproduced: the context is the recorded one again, so its size
                 # is what the recording measured: the post-compact usage now, the recorded sizes from then on.
+                self.reproduced.add(reproduced.position)
                 self.removed, self.added = synced, 0
-                post = p.recorded[index].post_tokens
+                post = reproduced.post_tokens
                 if post is not None:
                     self.removed, self.pending = none_tokens - post, synced
             else:
