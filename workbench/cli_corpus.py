@@ -294,6 +294,8 @@ def reproduce(paths: list[Path], as_json: bool = False, fmt: str | None = None) 
         ours = "-" if row.full_compact_step is None else str(row.full_compact_step)
         first = "-" if row.claude_code_step is None else str(row.claude_code_step)
         pipeline = f", claude-code {first}" if row.first_auto else ""
+        if row.post_tokens_error is not None:
+            pipeline += f"; after: ours {row.full_compact_tokens_after:,} vs postTokens {rec.post_tokens:,}"
         human.append(
             f"  {rec.file or rec.session_id} call {rec.step} {rec.trigger} {rec.pre_tokens or '-'} "
             f"(v{rec.version}, {rec.model}, row {row.label_threshold}): full-compact {ours}{pipeline}"

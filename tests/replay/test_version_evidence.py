@@ -86,3 +86,14 @@ def test_the_command_reports_the_same(corpus, capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert [c["step"] for c in data["compactions"]] == [23, 89, 175, 127, 199]
     assert data["by_row"]["1.0.x–2.0.57"]["full_compact_hits"] == 5
+
+
+def test_the_size_after_is_compared_with_post_tokens() -> None:
+    from workbench.replay.reproduction import RecordedCompaction, Reproduction
+
+    recorded = RecordedCompaction("s", None, 10, "auto", 170_000, 40_000, "2.1.120", "claude-opus-4-6")
+    row = Reproduction(recorded, "2.1.117–2.1.222", 167_000, 10, 170_100, 43_000, True, 10)
+    assert row.post_tokens_error == pytest.approx(0.075) and row.full_compact_hit and row.claude_code_hit
+    early = Reproduction(recorded, "2.1.117–2.1.222", 167_000, 9, 166_000, None, True, None)
+    assert early.post_tokens_error is None and not early.full_compact_hit and early.claude_code_hit is False
+    assert row.as_dict()["post_tokens_error"] == pytest.approx(0.075)

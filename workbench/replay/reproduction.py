@@ -105,6 +105,12 @@ class Reproduction:
         return f"{self.row}, {self.threshold:,}"
 
     @property
+    def post_tokens_error(self) -> float | None:
+        """Our size after the compaction against the recorded ``postTokens`` (2.1.114+), as a share of it."""
+        post, ours = self.recorded.post_tokens, self.full_compact_tokens_after
+        return None if not post or ours is None else (ours - post) / post
+
+    @property
     def full_compact_hit(self) -> bool:
         return self.full_compact_step is not None and self.full_compact_step - self.recorded.step in REPRODUCED
 
@@ -124,6 +130,7 @@ class Reproduction:
             "full_compact_tokens_before": self.full_compact_tokens_before,
             "full_compact_tokens_after": self.full_compact_tokens_after,
             "full_compact_hit": self.full_compact_hit,
+            "post_tokens_error": self.post_tokens_error,
             "first_auto": self.first_auto,
             "claude_code_step": self.claude_code_step,
             "claude_code_hit": self.claude_code_hit,
