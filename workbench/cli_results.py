@@ -60,6 +60,7 @@ def replay(
     workers: int = 1,
     as_json: bool = False,
     fmt: str | None = None,
+    force: bool = False,
 ) -> None:
     """Replay sessions call by call through a compaction strategy."""
     from pydantic import ValidationError
@@ -96,7 +97,12 @@ def replay(
     writer = None
     if out is not None:  # pandas and pyarrow only for --out (importing them is ~0.6 s of every replay)
         from .replay.frames import FrameWriter
+        from .run_folders import run_in
 
+        if out.exists() and not out.is_dir():
+            fail(f"--out {out}: a file, not a folder (give the folder the run is written to)", 2)
+        if run_in(out) and not force:
+            fail(f"--out {out}: already holds a replay run; --force replaces it (or choose another folder)", 2)
         writer = FrameWriter(out)
     try:
         parallel = None
@@ -148,7 +154,10 @@ def replay(
             stream.records, failures = parallel.records, parallel.failures
         stream.fail_if_nothing()
         if writer is not None:
-            writer.close()
+            from .run_folders import manifest_data
+
+            config = instance.config.model_dump(mode="json")
+            writer.close(manifest_data(instance.name, config, paths, estimator=estimator, fmt=fmt))
     finally:
         if writer is not None:
             writer.discard()
@@ -160,9 +169,6 @@ def replay(
         "warnings": warnings,
     }
     if out is not None and rows:
-        from .run_folders import write_manifest
-
-        write_manifest(out, instance.name, instance.config.model_dump(mode="json"), paths, estimator=estimator, fmt=fmt)
         data["out"] = str(out)
     lines = [
         f"{s['session_id'][:44]:<46}{s['steps']:>6} steps  peak {s['peak_context_tokens']:>8}  "
@@ -207,7 +213,13 @@ COMMANDS = (
                 metavar="NAME",
                 help="Per-record estimator for post-compaction accounting.",
             ),
-            arg("--out", type=Path, metavar="DIR", help="Write steps.parquet and events.parquet here."),
+            arg(
+                "--out",
+                type=Path,
+                metavar="DIR",
+                help="Write steps.parquet, events.parquet and manifest.json here (all or nothing).",
+            ),
+            arg("--force", action="store_true", help="Replace the run --out already holds."),
             arg(
                 "--process",
                 action="store_true",

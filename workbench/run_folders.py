@@ -14,12 +14,20 @@ A session is (session id, file) (`workbench.metrics.identity`): the same session
 strategy and config into two run folders keeps one session per run folder (its ``file`` names the folder
 too, `_tag_reruns`); a run folder written before steps carried their ``file`` that holds copies of one
 session cannot tell them apart and is left out like a damaged one (`_check_copies`), not merged.
+
+Writing one is all or nothing (`commit_run`): the new files are written complete beside the folder's
+contents first, so a full disk or a kill leaves the previous run as it was; then the old manifest goes,
+the parquet files are renamed into place and the new manifest comes last. A folder whose manifest names
+another strategy than its steps (what mixing two runs would leave) is left out like a damaged one.
+`run_in` says whether a folder already holds a run (``replay --out`` asks ``--force`` to replace it).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +37,41 @@ import pandas as pd
 from .metrics._common import UNKNOWN_CONFIG, config_hash
 from .metrics.identity import FILE
 
-__all__ = ["load_results", "with_labels", "write_manifest"]
+__all__ = ["RUN_FILES", "commit_run", "load_results", "manifest_data", "run_in", "with_labels", "write_manifest"]
+
+#: The files of a run folder.
+RUN_FILES = ("steps.parquet", "events.parquet", "manifest.json")
+
+
+def manifest_data(
+    strategy: str,
+    config: Mapping[str, Any],
+    inputs: Sequence[str | Path],
+    *,
+    estimator: str = "claude-rough",
+    fmt: str | None = None,
+) -> dict[str, Any]:
+    """What ``manifest.json`` holds (module docstring)."""
+    return {
+        "strategy": strategy,
+        "config": dict(config),
+        "config_hash": config_hash(strategy, config),
+        "estimator": estimator,
+        "format": fmt,
+        "inputs": [str(Path(p).resolve()) for p in inputs],
+    }
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file in the same folder and a rename (never half a file)."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def write_manifest(
@@ -41,18 +83,34 @@ def write_manifest(
     estimator: str = "claude-rough",
     fmt: str | None = None,
 ) -> Path:
-    """Write ``manifest.json`` next to a run's parquet files (what `report` reads)."""
+    """Write ``manifest.json`` next to a run's parquet files (what `report` reads), atomically."""
     path = Path(out) / "manifest.json"
-    data = {
-        "strategy": strategy,
-        "config": dict(config),
-        "config_hash": config_hash(strategy, config),
-        "estimator": estimator,
-        "format": fmt,
-        "inputs": [str(Path(p).resolve()) for p in inputs],
-    }
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    data = manifest_data(strategy, config, inputs, estimator=estimator, fmt=fmt)
+    _write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def run_in(folder: str | Path) -> bool:
+    """Whether ``folder`` already holds (part of) a run."""
+    return any((Path(folder) / name).exists() for name in RUN_FILES)
+
+
+def commit_run(out: str | Path, staged: Mapping[str, Path], manifest: Mapping[str, Any] | None) -> None:
+    """Put a finished run in place in ``out`` (module docstring): ``staged`` maps ``steps.parquet`` and
+    ``events.parquet`` to complete files in a folder inside ``out``; ``manifest`` None: no manifest (and an
+    old one is removed, since it would describe another run)."""
+    folder = Path(out)
+    old = folder / "manifest.json"
+    staged_manifest = None
+    if manifest is not None:
+        any_staged = next(iter(staged.values()))
+        staged_manifest = any_staged.parent / "manifest.json"
+        _write_atomic(staged_manifest, json.dumps(dict(manifest), indent=2, sort_keys=True) + "\n")
+    old.unlink(missing_ok=True)  # from here until the new one is in place, the steps' columns are the truth
+    for name, path in staged.items():
+        os.replace(path, folder / name)
+    if staged_manifest is not None:
+        os.replace(staged_manifest, old)
 
 
 #: Columns every steps.parquet has (the metrics group by them).
@@ -83,6 +141,13 @@ def _read_run(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]
     missing = [c for c in _STEP_COLUMNS if len(steps) and c not in steps.columns]
     if missing:
         raise ValueError(f"steps.parquet has no {', '.join(missing)} column")
+    named = manifest.get("strategy")
+    recorded = sorted({str(s) for s in steps["strategy"].unique()}) if len(steps) else []
+    if named and recorded and recorded != [named]:
+        raise ValueError(
+            f"manifest.json names strategy {named} but steps.parquet holds {', '.join(recorded)}: the folder mixes "
+            "two runs (replay it again)"
+        )
     return manifest, steps, events
 
 

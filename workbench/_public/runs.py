@@ -260,17 +260,27 @@ class Runs:
     def save(self, folder: str | Path) -> Path:
         """Write one ``workbench replay --out`` folder per config under ``folder`` (``steps.parquet``,
         ``events.parquet``, ``manifest.json``): what ``wb.report`` / ``workbench report`` read."""
-        from ..run_folders import write_manifest
+        import shutil
+        import tempfile
+
+        from ..run_folders import commit_run, manifest_data
 
         root = Path(folder)
         inputs = sorted({str(s.source) for s in self.sessions if s.source})
         for row in self.configs.itertuples(index=False):
             out = root / re.sub(r"[^A-Za-z0-9_.=%-]+", "_", row.label).strip("_")
             out.mkdir(parents=True, exist_ok=True)
-            for name, frame in (("steps", self.steps), ("events", self.events)):
-                mine = frame[frame["config_hash"] == row.config_hash] if len(frame) else frame
-                mine.drop(columns=["label"], errors="ignore").to_parquet(out / f"{name}.parquet", index=False)
-            write_manifest(out, row.strategy, json.loads(row.config_json), inputs, estimator=self.estimator)
+            staging = Path(tempfile.mkdtemp(dir=out, prefix=".parts-"))
+            try:
+                staged = {}
+                for name, frame in (("steps", self.steps), ("events", self.events)):
+                    mine = frame[frame["config_hash"] == row.config_hash] if len(frame) else frame
+                    staged[f"{name}.parquet"] = staging / f"{name}.parquet"
+                    mine.drop(columns=["label"], errors="ignore").to_parquet(staged[f"{name}.parquet"], index=False)
+                config = json.loads(row.config_json)
+                commit_run(out, staged, manifest_data(row.strategy, config, inputs, estimator=self.estimator))
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return root
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..run_folders import commit_run
 from .engine import ReplayResult
 
 __all__ = ["FrameWriter"]
@@ -79,15 +81,17 @@ class FrameWriter:
         pa.default_memory_pool().release_unused()  # mimalloc keeps what a part freed: ~40 MB more at 1,000 calls
         self._count += 1
 
-    def close(self) -> None:
-        """Join the parts into the two files (an empty frame where no session had rows) and remove them."""
+    def close(self, manifest: Mapping[str, Any] | None = None) -> None:
+        """Join the parts into the two files (an empty frame where no session had rows), put them and
+        ``manifest`` in place (`workbench.run_folders.commit_run`: all or nothing) and remove the parts."""
         if self._parts is None:
             return
         try:
             self._write_part()
+            staged = {}
             for table in _TABLES:
                 parts = sorted(self._parts.glob(f"{table}-*.parquet"))
-                target = self.out / f"{table}.parquet"
+                target = staged[f"{table}.parquet"] = self._parts / f"{table}.parquet"
                 if not parts:
                     pd.DataFrame().to_parquet(target, index=False)
                     continue
@@ -98,6 +102,7 @@ class FrameWriter:
                     for part in parts:
                         writer.write_table(_conform(pq.read_table(part).replace_schema_metadata(None), schema))
                         pa.default_memory_pool().release_unused()
+            commit_run(self.out, staged, manifest)
         finally:
             self.discard()
 
