@@ -56,6 +56,7 @@ def tune(
         result.front, result.recommended["label"], result.intervals
     """
     from ..cache import cache_root
+    from ..experiments.cells import corpus_fingerprint
     from ..strategies.registry import register, strategies
 
     if isinstance(corpus, (str, Path)) and Path(corpus).suffix in (".yaml", ".yml") and strategy is None:
@@ -85,7 +86,10 @@ def tune(
         confidence=confidence,
         seed=seed,
     )
-    target = Path(store) if store is not None else cache_root() / "tune" / spec.name / "store"
+    # the default store is per spec name *and* corpus: another corpus (or another copy of a folder) with the
+    # same spec name never shares it; cells are keyed by session content and code anyway (`Cell.id`)
+    corpus_key = corpus_fingerprint([s.fingerprint for s in sessions])[:12]
+    target = Path(store) if store is not None else cache_root() / "tune" / f"{spec.name}-{corpus_key}" / "store"
     result = run_tune(
         spec,
         Path.cwd() / f"{spec.name}.yaml",

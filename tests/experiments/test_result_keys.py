@@ -1,0 +1,47 @@
+"""Every stored result is keyed by everything that changes it: the code version covers every result-deciding
+source and data file (an edit of an editable install, an upgrade), and `wb.tune`'s default store is per
+spec name and corpus."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import workbench as wb
+from workbench.experiments.cells import code_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_code_digest_covers_metrics_data_and_the_engine_not_the_widgets(tmp_path: Path) -> None:
+    package = tmp_path / "workbench"
+    shutil.copytree(ROOT / "workbench", package, ignore=shutil.ignore_patterns("__pycache__"))
+    base = code_digest(package)
+    assert code_digest(package) == base
+    for edited, changes in (
+        ("metrics/cost.py", True),  # a metric read back from stored steps
+        ("data/pricing.csv", True),  # the prices
+        ("experiments/tables.py", True),  # the tables built from the store
+        ("replay/engine.py", True),
+        ("widgets/__init__.py", False),  # presentation only
+        ("plots.py", False),
+    ):
+        path = package / edited
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n# edited\n")
+        assert (code_digest(package) != base) is changes, edited
+        path.write_bytes(original)
+    assert code_digest(package) == base
+
+
+def test_the_default_tune_store_is_per_corpus(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    data = ROOT / "data"
+    one = wb.load([data / "short-bugfix-d95bafc8.jsonl"], progress=False)
+    two = wb.load([data / "short-question-21636369.jsonl"], progress=False)
+    space = {"min_tokens": [5_000]}
+    first = wb.tune(one, "sm-compact", space=space, name="same", executor="inline", progress=False)
+    second = wb.tune(two, "sm-compact", space=space, name="same", executor="inline", progress=False)
+    stores = sorted(p.parent.name for p in (tmp_path / "cache" / "tune").glob("*/store"))
+    assert len(stores) == 2 and all(name.startswith("same-") for name in stores)
+    assert set(first.per_session["session_id"]).isdisjoint(second.per_session["session_id"])
