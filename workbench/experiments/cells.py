@@ -29,6 +29,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..transcript.files import printable_path
 from ..transcript.model import Session, canonical_json
 
 __all__ = [
@@ -196,10 +197,10 @@ def file_key(source: str | None, roots: Sequence[str | Path] = ()) -> str | None
     for root in roots:
         base = _resolved(str(root))
         if path == base:
-            return base.name
+            return printable_path(base.name)
         if base in path.parents:
-            return f"{base.name}/{path.relative_to(base).as_posix()}"
-    return str(source)
+            return printable_path(f"{base.name}/{path.relative_to(base).as_posix()}")
+    return printable_path(str(source))
 
 
 @lru_cache(maxsize=256)
@@ -238,7 +239,7 @@ def cell_identity(cell: Cell) -> dict[str, Any]:
         "config_hash": cell.config_hash,
         "session_id": cell.session_id,
         "session_fingerprint": cell.session_fingerprint,
-        "source": cell.source,
+        "source": printable_path(cell.source),
         "file": cell.file,
         "estimator": cell.estimator,
         "code_version": cell.code_version,

@@ -40,6 +40,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from ..transcript.files import printable_path
 from ..transcript.model import Session
 from .cells import (
     Cell,
@@ -163,7 +164,7 @@ def duplicate_sessions(sessions: Sequence[Any]) -> list[dict[str, Any]]:
     return [
         {
             "session_id": sid,
-            "files": [str(s.source) for s in group],
+            "files": [printable_path(str(s.source)) for s in group],
             "identical": len({s.fingerprint for s in group}) == 1,
         }
         for sid, group in sorted(by_id.items())

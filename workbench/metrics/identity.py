@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from .._value import replace  # a Session or (planning) a SessionInfo
+from ..transcript.files import printable_path
 from ..transcript.model import Session
 
 __all__ = ["FILE", "SessionKeys"]
@@ -40,6 +41,7 @@ class SessionKeys:
     """Per-file keys for session ids that occur in more than one file (module docstring)."""
 
     def __init__(self, pairs: Iterable[tuple[str, str | None]]) -> None:
+        pairs = [(sid, printable_path(file)) for sid, file in pairs]
         files: dict[str, set[str | None]] = defaultdict(set)
         for sid, file in pairs:
             files[sid].add(file)
@@ -50,7 +52,7 @@ class SessionKeys:
     @classmethod
     def of(cls, *frames: pd.DataFrame | None, file: str = FILE, sessions: Iterable[Session] = ()) -> SessionKeys:
         """Keys for the (session id, file) pairs of ``frames`` (column ``file``) and of ``sessions``."""
-        pairs: list[tuple[str, str | None]] = [(s.id, s.source) for s in sessions]
+        pairs: list[tuple[str, str | None]] = [(s.id, printable_path(s.source)) for s in sessions]
         for frame in frames:
             if frame is None or frame.empty or "session_id" not in frame.columns:
                 continue
@@ -59,9 +61,11 @@ class SessionKeys:
         return cls(pairs)
 
     def key(self, session_id: str, file: str | None) -> str:
-        """``session_id``, or ``<session_id> @ <file>`` when the id is in several files."""
+        """``session_id``, or ``<session_id> @ <file>`` when the id is in several files (``file`` as a session's
+        ``source`` or as a frame's printable ``file`` column: both name the same key)."""
         if session_id not in self.duplicates:
             return session_id
+        file = printable_path(file)
         key = f"{session_id}{_SEP}{file or ''}"
         self._origin[key] = (session_id, file)
         return key
@@ -79,7 +83,7 @@ class SessionKeys:
         items = sessions.values() if isinstance(sessions, Mapping) else (sessions or ())
         out: dict[str, Session] = {}
         for session in items:
-            key = self.key(session.id, session.source)
+            key = self.key(session.id, printable_path(session.source))
             out[key] = session if key == session.id else replace(session, id=key)
         return out
 

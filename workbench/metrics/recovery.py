@@ -53,6 +53,7 @@ from typing import Any
 import pandas as pd
 
 from ..tokens.cache import cached_estimator
+from ..transcript.files import printable_path
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from .acquisitions import Acquisition, acquisitions, result_record
@@ -149,7 +150,7 @@ def recovery_rows(session: Session, *, estimator: str = "claude-rough") -> list[
         meta = records[cut].compact_metadata
         rows.append(
             {
-                "file": session.source,
+                "file": printable_path(session.source),
                 "line": records[cut].line_no,
                 "session_id": session.id,
                 "trigger": meta.get("trigger"),

@@ -55,6 +55,7 @@ from ..memory.fork import NO_EXTRACTION, ExtractionCall
 from ..strategies.base import Compaction, ContextView, RecordedCompaction, Strategy
 from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
+from ..transcript.files import printable_path
 from ..transcript.model import Record, Session
 from ..transcript.replacements import as_sent, recorded_replacements
 from ..transcript.steps import ApiCall, api_calls
@@ -351,7 +352,7 @@ class _Cursor:
         self.result.steps.append(
             {
                 "session_id": p.session.id,
-                "file": p.session.source,  # a session is (id, file): copies share an id (issue #13 item 7)
+                "file": printable_path(p.session.source),  # a session is (id, file): copies share an id
                 "strategy": strategy.name,
                 "step": call.step,
                 "message_id": call.message_id,

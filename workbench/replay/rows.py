@@ -22,6 +22,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..strategies.base import Compaction, Strategy
+from ..transcript.files import printable_path
 from ..transcript.model import Record, Session
 from .sizes import UncompactedSize
 from .validation import RequestCheck
@@ -102,7 +103,7 @@ def event_row(
     `workbench.replay.kept.KeptIndex` in a replay)."""
     return {
         "session_id": session.id,
-        "file": session.source,
+        "file": printable_path(session.source),
         "strategy": strategy.name,
         "kind": compaction.kind,
         "trigger": compaction.trigger,
@@ -139,7 +140,7 @@ def recorded_events(
         events.append(
             {
                 "session_id": session.id,
-                "file": session.source,
+                "file": printable_path(session.source),
                 "strategy": strategy.name,
                 "kind": "recorded-compact",
                 "trigger": meta.get("trigger"),

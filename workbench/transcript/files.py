@@ -38,6 +38,7 @@ __all__ = [
     "max_line_bytes",
     "open_regular",
     "oversized_reason",
+    "printable_path",
     "read_document",
     "read_head",
     "read_lines",
@@ -269,3 +270,16 @@ def _is_loop(exc: OSError) -> bool:
     import errno
 
     return exc.errno == errno.ELOOP
+
+
+def printable_path(path: str | None) -> str | None:
+    """``path`` as text every writer accepts (parquet, JSON, a terminal). A file name that is not valid UTF-8
+    comes back from the file system as lone surrogates (``surrogateescape``), which UTF-8 cannot encode;
+    each such byte is written ``\\xNN``. Valid names are returned as they are."""
+    if path is None:
+        return None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
