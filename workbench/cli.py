@@ -3,7 +3,7 @@
 Exit codes (README "Exit codes"): 0 when anything could be read and processed (bad lines, unreadable
 files and failed sessions are reported, not fatal), 1 when nothing could (missing path, no transcript,
 every session failed), 2 for bad arguments or configs (a usage error is one line naming the option),
-130 when interrupted. Never a traceback (``WORKBENCH_DEBUG=1`` shows it).
+130 when interrupted (143 on SIGTERM). Never a traceback (``WORKBENCH_DEBUG=1`` shows it).
 
 The commands live by concern: `workbench.cli_corpus` (ingest, tokens, export, validate, invariants),
 `workbench.cli_results` (strategies, replay), `workbench.cli_report` (recovery, report),
@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from typing import Any
 
 from . import cli_corpus, cli_report, cli_results, cli_sweep
 from .cli_common import Command, echo
@@ -138,11 +141,15 @@ def main(argv: list[str] | None = None) -> None:
     # command line uses none; a value the user set (``""`` lets all of them load) is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = sys.argv[1:] if argv is None else list(argv)
+    previous = _stop_on_sigterm()
     try:
         command, options = parse(args)
         command.run(**options)
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
         sys.exit(0)
+    except Terminated:
+        echo("terminated", err=True)
+        sys.exit(143)
     except KeyboardInterrupt:
         echo("aborted", err=True)
         sys.exit(130)
@@ -151,7 +158,26 @@ def main(argv: list[str] | None = None) -> None:
             raise
         echo(f"error: {type(exc).__name__}: {exc} (internal error; WORKBENCH_DEBUG=1 shows the traceback)", err=True)
         sys.exit(1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     sys.exit(0)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is so its cleanup runs (worker pools stopped, partial files
+    removed), as for Ctrl-C; the command line exits 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _stop_on_sigterm() -> Any:
+    """Turn SIGTERM into `Terminated` in the main thread (the previous handler, to restore; None elsewhere)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ finish them.
 * **Ctrl-C reaches the driver only**: workers ignore SIGINT; when the consumer stops early, a task fails
   or the driver is interrupted, what has not started is cancelled and the workers are ended at once (a
   task being computed is not waited for), so no worker outlives the call and none prints a traceback.
+* **Workers end with their driver**: on Linux each worker asks the kernel for SIGTERM when the process
+  that started it dies (`die_with_parent`, ``PR_SET_PDEATHSIG``), so a driver killed by any signal, even
+  SIGKILL, leaves no worker blocked forever; the command line turns SIGTERM into an orderly stop
+  (`workbench.cli`, exit 143).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["check_workers", "ordered_map", "start_method"]
+__all__ = ["check_workers", "die_with_parent", "ordered_map", "start_method"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,7 +45,33 @@ def start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
+#: ``prctl`` option: the signal this process gets when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to send this process SIGTERM when its parent dies (Linux; elsewhere nothing), and
+    let SIGTERM end it (a forked worker inherits the command line's handler, which would turn it into an
+    exception the pool's worker loop catches and survives).
+
+    Called first in every worker process; a worker whose parent is already gone ends at once."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import os
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl (an unusual libc): the driver's own handler still applies
+        return
+    if os.getppid() == 1:  # the parent died before the request was made
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _start(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if initializer is not None:
         initializer(*initargs)

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .. import pool
+from ..pool import die_with_parent
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -121,7 +122,9 @@ def make_executor(name: str = "local", workers: int | None = None) -> Iterator[E
         yield InlineExecutor()
     elif kind == "local":
         with ProcessPoolExecutor(
-            max_workers=count, mp_context=multiprocessing.get_context(local_start_method())
+            max_workers=count,
+            mp_context=multiprocessing.get_context(local_start_method()),
+            initializer=die_with_parent,  # a driver killed by any signal leaves no worker behind
         ) as pool:
             yield pool
     else:
