@@ -465,3 +465,27 @@ def test_a_dask_address_that_refuses_connections_fails_fast_naming_it(tmp_path):
     with pytest.raises(ExecutorError, match=f"127.0.0.1:{port}"), make_executor(f"dask://127.0.0.1:{port}"):
         pass
     assert time.monotonic() - started < 10
+
+
+def test_a_part_damaged_inside_its_data_pages_is_recomputed(tmp_path):
+    """64 bytes overwritten inside a steps part's data pages, footer intact: the row count still matches,
+    but the part no longer reads back; it is quarantined, reported, and its cells computed again (before:
+    "cached", exit 0, the read error in `store.problems` that nothing printed, costs `-` in the report)."""
+    spec = write_spec(tmp_path, TYPES)
+    store = tmp_path / "store"
+    first = run_sweep(spec, store=store, executor="inline", progress=False, batch_size=2)
+    part = max((store / "steps").glob("part-*.parquet"), key=lambda p: p.stat().st_size)
+    lost = set(pq.read_table(store / "cells" / part.name).column("cell_id").to_pylist())
+    data = bytearray(part.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    middle = 4 + (len(data) - footer - 8 - 4) // 2  # inside the data pages, far from the footer
+    data[middle : middle + 64] = bytes(64)
+    part.write_bytes(bytes(data))
+    assert pq.read_metadata(part).num_rows > 0  # the footer still reads
+    again = run_sweep(spec, store=store, executor="inline", progress=False, batch_size=2)
+    assert again.cells_computed == len(lost) and again.cells_cached == first.cells_total - len(lost)
+    assert any(part.name in p and "moved to" in p for p in again.store_problems)
+    assert (store / "_quarantine" / "steps" / part.name).is_file()
+    _read_every_table(store)
+    third = run_sweep(spec, store=store, executor="inline", progress=False)
+    assert third.cells_computed == 0 and third.store_problems == []

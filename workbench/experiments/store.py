@@ -8,6 +8,7 @@ Layout under the store folder::
     failed/part-<batch>.parquet   one row per cell that raised (with its error); retried by the next sweep
     _claims/                      who is writing, and which cells each writer took (`claims`)
     _quarantine/<table>/          unreadable or never-committed part files moved out of the tables (log.jsonl)
+    _verified.json                the parts that read through with their checksums (size, mtime), see below
 
 Every part is written with its table's explicit schema (`workbench.experiments.schema`), so each table
 folder reads as one dataset with pandas or pyarrow. A batch is written steps → events → cells, each file
@@ -16,8 +17,11 @@ POSIX). A batch exists once its ``cells`` file exists *and* its steps/events fil
 cells announce (``steps`` and ``compactions`` per cell); anything else is not a result:
 
 * a process killed between the files leaves orphaned steps/events parts: readers ignore them;
-* an unreadable part (zero bytes, truncated) is skipped and reported (`problems`), and its batch's cells
-  count as missing, so the next sweep recomputes them instead of failing on every run (issue #13 item 13).
+* an unreadable part (zero bytes, truncated, or damaged inside its data pages: every part is written
+  with page checksums and read through once, with them verified, before its batch counts) is skipped and
+  reported (`problems`), and its batch's cells count as missing, so the next sweep recomputes them
+  instead of failing on every run or reading a wrong number. A part that read through is remembered by
+  size and modification time in ``_verified.json``, so it is read again only when it changed.
 
 `tidy` (run by every sweep, under the store lock) makes the folders match that: it deletes stale
 temporary files and moves unreadable parts, and the orphans of writers that are gone, to
@@ -50,6 +54,7 @@ __all__ = ["QUARANTINE", "TABLES", "BatchWriter", "ResultStore"]
 
 TABLES = ("cells", "steps", "events")
 QUARANTINE = "_quarantine"
+VERIFIED = "_verified.json"
 _READ_ERRORS = (OSError, pa.ArrowException, ValueError)
 
 
@@ -82,6 +87,8 @@ class ResultStore:
         self.claimant = Claimant(self.root, owner)
         self._seq = itertools.count()
         self.problems: list[str] = []
+        self._verified: dict[str, list[int]] | None = None  # part (relative) → [size, mtime_ns] that read through
+        self._verified_changed = False
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.root)!r})"
@@ -103,6 +110,9 @@ class ResultStore:
             batch = _batch_of(path)
             try:
                 data = pq.read_table(path, columns=["cell_id", "steps", "compactions"])
+                damage = self._damage(path)
+                if damage is not None:
+                    raise ValueError(damage)
             except _READ_ERRORS as exc:
                 scan.unreadable[path] = _reason(exc)
                 scan.broken[batch] = f"{path}: unreadable ({_reason(exc)})"
@@ -119,6 +129,9 @@ class ResultStore:
                 seen.add(batch)
                 try:
                     rows = pq.read_metadata(path).num_rows
+                    damage = self._damage(path) if batch in expected else None
+                    if damage is not None:
+                        raise ValueError(damage)
                 except _READ_ERRORS as exc:
                     scan.unreadable[path] = _reason(exc)
                     if batch in scan.committed:
@@ -139,6 +152,37 @@ class ResultStore:
                 scan.problems.append(f"{path}: unreadable ({reason}): skipped")
         self.problems = scan.problems
         return scan
+
+    def _damage(self, path: Path) -> str | None:
+        """None when the part's data reads through (page checksums verified where written), else why not;
+        a part that read through before, unchanged since, is not read again (`_verified.json`)."""
+        if self._verified is None:
+            try:
+                loaded = json.loads((self.root / VERIFIED).read_text(encoding="utf-8"))
+                self._verified = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self._verified = {}
+        stat = path.stat()
+        key, mark = str(path.relative_to(self.root)), [stat.st_size, stat.st_mtime_ns]
+        if self._verified.get(key) == mark:
+            return None
+        try:
+            pq.read_table(path, page_checksum_verification=True)
+        except _READ_ERRORS as exc:
+            self._verified.pop(key, None)
+            return f"its data does not read back: {_reason(exc)}"
+        self._verified[key], self._verified_changed = mark, True
+        return None
+
+    def _save_verified(self) -> None:
+        """Write `_verified.json` (under the store lock), dropping parts that are gone."""
+        if not self._verified_changed or self._verified is None:
+            return
+        kept = {k: v for k, v in self._verified.items() if (self.root / k).is_file()}
+        temp = self.root / f".{VERIFIED}.{os.getpid()}.tmp"
+        temp.write_text(json.dumps(kept, sort_keys=True), encoding="utf-8")
+        os.replace(temp, self.root / VERIFIED)
+        self._verified_changed = False
 
     def batches(self) -> list[str]:
         """Committed batches (see the module docstring), oldest first."""
@@ -252,7 +296,7 @@ class ResultStore:
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"part-{batch}.parquet"
         temp = folder / f".part-{batch}.parquet.tmp"
-        pq.write_table(data, temp)
+        pq.write_table(data, temp, write_page_checksum=True)
         with open(temp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temp, final)
@@ -289,6 +333,7 @@ class ResultStore:
                     else:
                         continue
                     done.append(f"{path}: {reason}: moved to {self._quarantine(table, path, reason)}")
+            self._save_verified()
         self.problems = done
         return done
 
