@@ -32,6 +32,11 @@ class FakeAnthropic:
         self.scripts: dict[str, deque[tuple[int, dict[str, Any], dict[str, str]]]] = {}
         self.reply: Callable[[dict[str, Any]], list[dict[str, Any]]] = lambda body: [{"type": "text", "text": "ok"}]
         self.count: Callable[[dict[str, Any]], int] = default_count
+        #: Seconds to wait before answering (a server that never answers: longer than the test), and seconds
+        #: between two bytes of the body (a server that drips its answer).
+        self.hang = 0.0
+        self.drip = 0.0
+        self._released = threading.Event()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -45,6 +50,7 @@ class FakeAnthropic:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # a hanging or dripping answer ends now
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -112,6 +118,8 @@ class FakeAnthropic:
                     else:
                         status, payload, extra = fake._respond(self.path.split("?")[0], body, n)
                 data = json.dumps(payload).encode()
+                if fake.hang and fake._released.wait(fake.hang):
+                    return
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -119,7 +127,14 @@ class FakeAnthropic:
                 for key, value in extra.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if not fake.drip:
+                    self.wfile.write(data)
+                    return
+                for index in range(len(data)):
+                    if fake._released.wait(fake.drip):
+                        return
+                    self.wfile.write(data[index : index + 1])
+                    self.wfile.flush()
 
         return Handler
 

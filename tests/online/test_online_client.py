@@ -157,3 +157,40 @@ def test_sdk_retries_of_a_passed_client_are_switched_off(fake: FakeAnthropic) ->
     with pytest.raises(OnlineAPIError):
         call_api(client, "messages", {"model": "m", "max_tokens": 1, "messages": []}, RetryPolicy(max_attempts=1))
     assert len(fake.calls()) == 1  # our policy alone decides how often a request is sent
+
+
+@pytest.mark.parametrize("shape", ["hang", "drip"])
+def test_a_server_that_never_finishes_is_bounded_and_says_so(
+    fake: FakeAnthropic, shape: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that never answers, or drips one byte at a time (which no read timeout catches): each
+    attempt ends at its total deadline, a warning says how long it has waited, and the error names the
+    deadline (before: the SDK's 600 s per attempt × 5 attempts, silent; a drip never ended)."""
+    import time
+
+    caplog.set_level(logging.WARNING)
+    if shape == "hang":
+        fake.hang = 60.0
+    else:
+        fake.drip = 0.2
+    policy = RetryPolicy(
+        max_attempts=2, initial_delay=0.01, max_delay=0.01, read_timeout=5.0, total_timeout=1.0, progress_every=0.4
+    )
+    started = time.monotonic()
+    with pytest.raises(OnlineAPIError, match=r"no complete response within 1 s") as info:
+        call_api(fake.client(), "messages", {"model": "m", "max_tokens": 1, "messages": []}, policy)
+    assert time.monotonic() - started < 6 and info.value.attempts == 2  # type: ignore[attr-defined]
+    assert len(fake.calls()) == 2
+    assert any("still waiting for the response" in r.getMessage() for r in caplog.records)
+
+
+def test_a_key_echoed_in_a_reply_is_stored_nowhere(fake: FakeAnthropic, monkeypatch) -> None:
+    """A proxy that echoes the key inside a successful reply: the summary, the cache and everything built
+    from them hold ``[REDACTED]`` (before: the key was written to the response cache and the results)."""
+    monkeypatch.setenv(API_KEY_ENV, FAKE_KEY)
+    fake.reply = lambda body: [{"type": "text", "text": f"<summary>your key is {FAKE_KEY}</summary>"}]
+    summarizer = OnlineSummarizer(client=fake.client(), retry=FAST)
+    summary = summarizer.summarize([user("hi")])
+    assert not _leaks(summary) and "[REDACTED]" in summary
+    files = [p for p in (cache_root() / "anthropic").rglob("*") if p.is_file()]
+    assert files and not any(_leaks(p.read_text()) for p in files)

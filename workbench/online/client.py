@@ -8,12 +8,17 @@ request is actually sent:
   Clients built here have the SDK's own retries switched off (``max_retries=0``): `call_api` retries.
 * `RetryPolicy` / `call_api`: bounded attempts with exponential backoff (plus jitter, honouring a
   ``retry-after`` header up to ``max_delay``) on 429, 408/409, 5xx incl. 529 ``overloaded_error``,
-  and connection errors/timeouts. Other statuses (400, 401, 403, 404, 413, …) fail at once.
+  and connection errors/timeouts. Other statuses (400, 401, 403, 404, 413, …) fail at once. Every
+  attempt has a connect timeout (10 s), a read timeout between bytes (60 s) and a total deadline
+  (180 s: a server that drips one byte every few seconds never trips a read timeout); while it waits,
+  a warning every 30 s says for how long. A server that never answers costs at most
+  ``max_attempts × total_timeout`` plus the backoff, and says so, instead of the SDK's 600 s per attempt.
 * `OnlineAPIError` is what a failed request raises. It carries status, error type, request id and a
   message **redacted** of the API key (the key of the client, ``ANTHROPIC_API_KEY``/
   ``ANTHROPIC_AUTH_TOKEN`` and anything shaped like ``sk-ant-…``), and it is raised outside the SDK's
   exception context, so neither ``__cause__`` nor ``__context__`` drags the SDK request (whose
-  headers hold the key) along.
+  headers hold the key) along. A successful response is redacted the same way before anything keeps
+  it (a proxy that echoes the key in a reply would otherwise write it into the cache and the results).
 * `OnlineCaller` is the base of the three online pieces: lazy client, on-disk cache
   (`workbench.online.cache.ResponseCache`), retries, and call/cache-hit counters. Its ``repr`` shows
   the model and parameters, never the client.
@@ -165,10 +170,18 @@ class RetryPolicy:
     max_delay: float = 30.0
     jitter: float = 0.25
     retry_statuses: frozenset[int] = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+    #: Seconds to connect, between two bytes of the response, and for a whole attempt.
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    total_timeout: float = 180.0
+    #: Seconds between two "still waiting" warnings of one attempt.
+    progress_every: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
+        if min(self.connect_timeout, self.read_timeout, self.total_timeout, self.progress_every) <= 0:
+            raise ValueError("timeouts must be positive")
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         if retry_after is not None and retry_after >= 0:
@@ -255,7 +268,8 @@ def call_api(
     import anthropic
 
     policy = policy or RetryPolicy()
-    sdk = client.with_options(max_retries=0) if hasattr(client, "with_options") else client
+    timeout = anthropic.Timeout(policy.read_timeout, connect=policy.connect_timeout)  # the SDK's own httpx
+    sdk = client.with_options(max_retries=0, timeout=timeout) if hasattr(client, "with_options") else client
     if endpoint == MESSAGES:
         send = sdk.messages.create
     elif endpoint == COUNT_TOKENS:
@@ -266,11 +280,13 @@ def call_api(
     failure: _Failure | None = None
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            response = send(**params)
+            response = _within(send, params, policy, endpoint)
         except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
             failure = _describe(exc, client)
+        except _Deadline:
+            failure = _Failure(f"no complete response within {policy.total_timeout:g} s", None, "timeout", None, None)
         else:
-            return response.model_dump(mode="json", exclude_none=True)
+            return _redacted(response.model_dump(mode="json", exclude_none=True), client)
         retry = policy.retryable(failure.status) and attempt < policy.max_attempts
         if not retry:
             break
@@ -294,6 +310,55 @@ def call_api(
         request_id=failure.request_id,
         attempts=attempt,
     )
+
+
+class _Deadline(Exception):
+    """An attempt ran past `RetryPolicy.total_timeout`."""
+
+
+def _within(send: Callable[..., Any], params: Mapping[str, Any], policy: RetryPolicy, endpoint: str) -> Any:
+    """``send(**params)`` with the attempt's total deadline; a warning every ``progress_every`` seconds
+    while it waits. The request runs in a daemon thread: one past its deadline is abandoned (its socket
+    closes with the read timeout or the process), and `_Deadline` is raised here."""
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = send(**params)
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name=f"anthropic {endpoint}", daemon=True)
+    started = time.monotonic()
+    worker.start()
+    while True:
+        left = policy.total_timeout - (time.monotonic() - started)
+        if left <= 0:
+            raise _Deadline
+        worker.join(min(left, policy.progress_every))
+        if not worker.is_alive():
+            break
+        waited = time.monotonic() - started
+        if waited < policy.total_timeout:
+            log.warning(
+                "anthropic %s: still waiting for the response (%.0f s of %g s)", endpoint, waited, policy.total_timeout
+            )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _redacted(value: Any, client: Any) -> Any:
+    """``value`` (JSON) with every string `redact` ed: nothing the API echoed back keeps the key."""
+    if isinstance(value, str):
+        return redact(value, client)
+    if isinstance(value, dict):
+        return {k: _redacted(v, client) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v, client) for v in value]
+    return value
 
 
 _MAX_OUTPUT: tuple[tuple[str, int], ...] = (
