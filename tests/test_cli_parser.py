@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 
 # Every command's options as typer's ``--help`` listed them before the move (short names included), and
-# ``--workers`` of ``ingest`` and ``replay`` and the ``check`` command, added since.
+# ``--workers`` of ``ingest`` and ``replay``, ``replay --force`` and the ``check`` and ``reproduce`` commands,
+# added since.
 OPTIONS = {
     "ingest": {"--workers", "--json", "--format"},
     "tokens": {"-e", "--estimator", "--json", "--format"},
@@ -28,8 +29,20 @@ OPTIONS = {
     "validate": {"--no-repair", "--json", "--format"},
     "invariants": {"--json", "--format"},
     "check": {"-s", "--strategy", "--json", "--format"},
+    "reproduce": {"--json", "--format"},
     "strategies": {"--json"},
-    "replay": {"-s", "--strategy", "--set", "--estimator", "--out", "--process", "--workers", "--json", "--format"},
+    "replay": {
+        "-s",
+        "--strategy",
+        "--set",
+        "--estimator",
+        "--out",
+        "--force",
+        "--process",
+        "--workers",
+        "--json",
+        "--format",
+    },
     "recovery": {"--estimator", "--validate", "--json", "--format"},
     "report": {
         "--json",

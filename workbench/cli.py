@@ -14,11 +14,13 @@ The commands live by concern: `workbench.cli_corpus` (ingest, tokens, export, va
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import signal
 import sys
 import threading
-from typing import Any
+import warnings
 
 from . import cli_corpus, cli_report, cli_results, cli_sweep
 from .cli_common import Command, echo
@@ -142,11 +144,24 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = sys.argv[1:] if argv is None else list(argv)
     previous = _stop_on_sigterm()
+    shown: set[str] = set()
+
+    def show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        text = f"warning: {message}"  # one line, once: no Python source location for a user to decode
+        if text not in shown:
+            shown.add(text)
+            echo(text, err=True)
+
+    warnings.showwarning = show_warning
     try:
         command, options = parse(args)
         command.run(**options)
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
         sys.exit(0)
+    except OSError as exc:  # the machine said no (a full disk, a file where a folder goes, too many open files)
+        with contextlib.suppress(OSError):  # stderr itself is gone: the exit code says it
+            echo(f"error: {_os_error(exc)}", err=True)
+        sys.exit(1)
     except Terminated:
         echo("terminated", err=True)
         sys.exit(143)
@@ -162,6 +177,18 @@ def main(argv: list[str] | None = None) -> None:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     sys.exit(0)
+
+
+def _os_error(exc: OSError) -> str:
+    """What went wrong and where: the path the system refused, or the output stream."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        where = os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) else str(exc.filename)
+        target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return f"{where}{target}: {reason}"
+    if exc.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+        return f"cannot write: {reason}"
+    return reason
 
 
 class Terminated(KeyboardInterrupt):

@@ -133,8 +133,13 @@ PROBE_BUDGET = arg(
 def echo(text: str, err: bool = False) -> None:
     """One message and a newline on stdout (or stderr), flushed so the two streams stay in order."""
     stream = sys.stderr if err else sys.stdout
-    stream.write(f"{text}\n")
-    stream.flush()
+    try:
+        stream.write(f"{text}\n")
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk or device behind a redirection: name the stream, not "internal error"
+        raise OSError(exc.errno, exc.strerror, "<stderr>" if err else "<stdout>") from None
 
 
 def fail(message: str, code: int) -> NoReturn:

@@ -365,7 +365,6 @@ COMMANDS = (
         ),
     ),
     Command("invariants", invariants, (PATHS, JSON, FORMAT)),
-    Command("reproduce", reproduce, (PATHS, JSON, FORMAT)),
     Command(
         "check",
         check,
@@ -382,4 +381,5 @@ COMMANDS = (
             FORMAT,
         ),
     ),
+    Command("reproduce", reproduce, (PATHS, JSON, FORMAT)),
 )

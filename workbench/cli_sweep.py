@@ -23,6 +23,19 @@ def _warn(lines: list[str]) -> None:
         echo(f"warning: {line}", err=True)
 
 
+def _folders(*options: tuple[str, Path | None]) -> None:
+    """A folder option naming a file (or a path under one) is a usage error, before any work is done."""
+    for name, value in options:
+        if value is None:
+            continue
+        for part in (value, *value.parents):
+            if part.exists():
+                if not part.is_dir():
+                    where = "" if part == value else f" ({part} is a file)"
+                    fail(f"{name} {value}: not a folder{where}", 2)
+                break
+
+
 def _sweep_warnings(data: dict[str, Any]) -> list[str]:
     out = list(data.get("store_problems") or [])
     for dup in data.get("duplicate_sessions") or []:
@@ -74,6 +87,7 @@ def sweep(
         fail(str(exc), 2)
     if probes and (report is None or probe_budget_usd is None or probe_budget_usd < 0):
         fail("--probes needs --report DIR and --probe-budget-usd (a hard budget in USD, >= 0)", 2)
+    _folders(("--store", store), ("--report", report))
     store = store or Path("results") / resolved.name / "store"
     data: dict[str, Any]
     if papermill is not None:
@@ -191,6 +205,7 @@ def tune(
     from .experiments.executors import executor_kind
     from .experiments.tune import load_tune_spec, run_tune
 
+    _folders(("--store", store))
     try:
         executor_kind(executor)
         resolved = load_tune_spec(spec)

@@ -315,7 +315,17 @@ def read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+        raise SpecError(f"{path}: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: where (line:column) and what, with the usual cause of a tab said plainly."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    if "\\t" in problem or "'\t'" in problem:
+        problem = "a tab character (YAML indents with spaces only)"
+    return f"not valid YAML: {where}{problem}"
 
 
 def resolve_spec(data: Any, path: str | Path, *, max_grid_points: int | None = None) -> ResolvedSpec:

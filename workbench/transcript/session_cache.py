@@ -158,7 +158,17 @@ def _root() -> Path:
         from ..cache import cache_root
         from .cache_prune import mark_used, prune
 
-        sessions = cache_root() / "sessions"
+        try:
+            sessions = cache_root() / "sessions"
+        except OSError as exc:  # the cache folder itself cannot be made: load without the cache, say so once
+            if _STATE["off"] is None:
+                _STATE["off"] = str(exc)
+                warnings.warn(
+                    f"session cache: {exc.strerror or exc}: loading without the cache (same sessions, only slower)",
+                    SessionCacheWarning,
+                    stacklevel=2,
+                )
+            return Path(os.devnull)
         _ROOTS[env] = sessions / loader_version()
         if cache_enabled():
             try:

@@ -1,0 +1,94 @@
+"""Ordinary mistakes and machine limits end in one line naming what and where, never "internal error":
+a file where a folder goes, a full output device, a system limit, a cache folder that is a file, a tab in
+a spec; warnings print once, without a Python source location."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_cli
+from hostile import write_claude
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+
+
+def _spec(tmp_path: Path) -> Path:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f'name: t\ncorpus: ["{DATA}"]\nstrategies:\n  - name: none\n', encoding="utf-8")
+    return spec
+
+
+def test_a_file_where_a_folder_goes_is_a_usage_error(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for args, expected in (
+        (("--store", afile), f"--store {afile}: not a folder"),
+        (
+            ("--store", tmp_path / "s", "--report", afile / "r"),
+            f"--report {afile / 'r'}: not a folder ({afile} is a file)",
+        ),
+    ):
+        result = run_cli("sweep", _spec(tmp_path), "--executor", "inline", *args)
+        assert result.exit_code == 2 and expected in result.stderr and "internal error" not in result.output
+
+
+def test_a_tab_in_a_spec_is_one_line_with_its_place(tmp_path: Path) -> None:
+    spec = tmp_path / "tab.yaml"
+    spec.write_text("name: t\n\tcorpus: [data]\n", encoding="utf-8")
+    result = run_cli("sweep", spec)
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line == f"error: {spec}: not valid YAML: line 2, column 1: a tab character (YAML indents with spaces only)"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_output_device_names_the_stream() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench.cli", "ingest", str(DATA)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert "error: <stdout>: No space left on device" in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_system_limit_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_claude(tmp_path / "c" / "s1.jsonl", "s1")
+    from workbench.replay import frames
+
+    def limited(self, result):
+        raise OSError(errno.EMFILE, "Too many open files", str(tmp_path / "out" / "part"))
+
+    monkeypatch.setattr(frames.FrameWriter, "add", limited)
+    result = run_cli("replay", tmp_path / "c", "-s", "none", "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert f"error: {tmp_path / 'out' / 'part'}: Too many open files" in result.stderr
+    assert "internal error" not in result.output
+
+
+def test_a_cache_folder_that_is_a_file_is_one_warning_not_a_transcript_error(tmp_path: Path) -> None:
+    afile = tmp_path / "cache-file"
+    afile.write_text("x")
+    env = {**os.environ, "WORKBENCH_CACHE_DIR": str(afile), "WORKBENCH_SESSION_CACHE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "ingest", str(DATA)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"cache folder {afile} (WORKBENCH_CACHE_DIR): a file, not a folder" in warnings[0]
+    assert "cannot read" not in done.stderr and ".py:" not in done.stderr
