@@ -171,11 +171,17 @@ def export(paths: list[Path], out: Path, force: bool = False, as_json: bool = Fa
         fail(str(exc), 2)
     target_of = {id(s): t for s, t in zip(sessions, targets, strict=True)}
     failures: list[SessionFailure] = []
-    done = each_session(
-        lambda s: str(write_atomic(target_of[id(s)], session_bytes(s), force=force)), sessions, failures
-    )
-    written = [path for _, path in done]
-    data = {"written": written, "sessions": len(written), "failed": [f.as_dict() for f in failures]}
+    copied: dict[Path, str] = {}  # a source file written once for all the sessions it holds
+
+    def write(session: Session) -> str:
+        target = target_of[id(session)]
+        if target not in copied:
+            copied[target] = str(write_atomic(target, session_bytes(session), force=force))
+        return copied[target]
+
+    done = each_session(write, sessions, failures)
+    written = list(dict.fromkeys(path for _, path in done))
+    data = {"written": written, "sessions": len(done), "failed": [f.as_dict() for f in failures]}
     _emit(data, as_json, "\n".join(written))
     _finish(failures, len(done))
 

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from workbench.cli import ingest_report
 from workbench.tokens.estimators import get_estimator
 from workbench.transcript import LoadReport, get_loader, load_paths, session_bytes
+from workbench.transcript.export import ExportError
 from workbench.transcript.hf import _foreign_sessions
 from workbench.transcript.sanitize import MAX_TOKENS
 
@@ -373,7 +374,7 @@ def _check_sessions(sessions: list, report: LoadReport) -> None:
     for session in sessions:
         assert session.lines == len(session.records) + len(session.skipped), session.id
         assert all(s.reason and s.line >= 1 for s in session.skipped)
-        session_bytes(session)
+        _exported_or_refused(session)
         for record in session.records:
             assert not any(_SURROGATE.search(s) for b in record.blocks for s in _strings(b.raw)), record
             if record.usage is not None:
@@ -465,7 +466,15 @@ def test_dataset_presets_type_confused(preset: str, data) -> None:
     sessions = _foreign_sessions([row], list(row), preset, "fuzz", "fuzz.jsonl")
     for session in sessions:
         assert session.lines == len(session.records) + len(session.skipped), session.id
+        _exported_or_refused(session)
+
+
+def _exported_or_refused(session) -> None:
+    """Export writes the session or refuses it with the reason (`ExportError`), never crashes."""
+    try:
         session_bytes(session)
+    except ExportError as exc:
+        assert str(exc).startswith(f"session {session.id}: ")
 
 
 _AIDER_LINES = [

@@ -24,17 +24,17 @@ def _export(*args: str) -> tuple[int, dict, str]:
     return code, (json.loads(out) if out.strip() else {}), err
 
 
-def test_every_session_of_a_multi_session_file_gets_its_own_file(tmp_path: Path) -> None:
-    """An Aider history holds one session per run: all three used to go to one path (the last won)."""
+def test_every_session_of_a_multi_session_file_is_exported(tmp_path: Path) -> None:
+    """An Aider history holds one session per run: all three used to go to one path (the last won), then to
+    three JSONL files no loader reads. Now the history is written once, as itself, and reads back whole."""
     source = tmp_path / "in" / ".aider.chat.history.md"
     source.parent.mkdir()
     source.write_text(AIDER)
     code, data, _ = _export(str(source.parent), "--out", str(tmp_path / "out"))
-    assert code == 0 and data["sessions"] == 3 and len(set(data["written"])) == 3
-    names = sorted(Path(p).name for p in data["written"])
-    assert names == ["aider.chat.history_1.jsonl", "aider.chat.history_2.jsonl", "aider.chat.history_3.jsonl"]
-    texts = [Path(p).read_text() for p in sorted(data["written"])]
-    assert all(f"question {n}" in text for n, text in enumerate(texts, start=1))
+    assert code == 0 and data["sessions"] == 3 and data["written"] == [str(tmp_path / "out" / source.name)]
+    assert Path(data["written"][0]).read_bytes() == source.read_bytes()
+    code, back, _ = cli("ingest", data["written"][0], "--json")
+    assert code == 0 and json.loads(back)["sessions"] == 3
 
 
 def test_two_inputs_with_the_same_name_do_not_collide(tmp_path: Path) -> None:
@@ -50,14 +50,17 @@ def test_two_inputs_with_the_same_name_do_not_collide(tmp_path: Path) -> None:
 
 
 def test_sessions_that_would_share_a_path_are_numbered(tmp_path: Path) -> None:
-    """``x.traj`` and ``x.json`` both become ``x.jsonl``: the second gets ``x-2.jsonl``."""
+    """Two sessions written as ``<id>.jsonl`` with the same id get ``x.jsonl`` and ``x-2.jsonl``; a file
+    format's sessions (an OpenHands ``x.json``) are written as their source, under its own name."""
+    from workbench.transcript.export import plan_export
+    from workbench.transcript.model import Session
+
     folder = tmp_path / "in"
-    folder.mkdir()
-    (folder / "x.traj").write_text(json.dumps({"history": [{"role": "user", "content": "traj"}]}))
-    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "events"}}]
-    (folder / "x.json").write_text(json.dumps(events))
-    code, data, _ = _export(str(folder), "--out", str(tmp_path / "out"))
-    assert code == 0 and sorted(Path(p).name for p in data["written"]) == ["x-2.jsonl", "x.jsonl"]
+    one = Session(id="x", records=(), source=str(folder / "x.md"), format="claude-code")
+    two = Session(id="x", records=(), source=str(folder / "x.txt"), format="claude-code")
+    events = Session(id="x", records=(), source=str(folder / "x.json"), format="openhands")
+    targets = plan_export([one, two, events], [folder], tmp_path / "out")
+    assert [t.name for t in targets] == ["x.jsonl", "x-2.jsonl", "x.json"]
 
 
 def test_existing_files_are_kept_unless_force(tmp_path: Path) -> None:

@@ -4,8 +4,13 @@ existing file, each file written atomically.
 An unmodified Claude Code session exports byte-identical to its source: records' exact lines (a
 UTF-8 byte-order mark included) and the bytes of skipped lines, in their original order, with the
 original trailing newline. Modified records are written as compact JSON (``JSON.stringify`` style,
-lone surrogates escaped as ``JSON.stringify`` does). Other formats are written as JSONL of their
-records' JSON (an Anthropic Messages session as one request body).
+lone surrogates escaped as ``JSON.stringify`` does). Codex rollouts are written as JSONL of their records'
+JSON, an Anthropic Messages session as one request body; their loaders read those back record for record.
+Every other format (SWE-agent trajectories, Gemini CLI responses and saved sessions, OpenHands event
+arrays, Aider histories, chat JSONL, dataset files) is written as its source file, byte for byte,
+under the source's own name, once for all the sessions it holds: a file of that format is the only thing
+its loader reads back. A modified session of such a format is refused (`ExportError`; ``wb.to_dataset``
+keeps any session losslessly).
 
 Where each session goes (`plan_export`): below ``out_dir``, at the session's source path relative to
 the common folder of the inputs (one folder given: relative to it, as before; files given: their
@@ -38,8 +43,10 @@ from .files import OversizedLine, open_regular
 from .model import Session
 
 __all__ = [
+    "JSONL_FORMATS",
     "ExportError",
     "check_destination",
+    "copies_source",
     "export_session",
     "plan_export",
     "round_trips",
@@ -50,6 +57,16 @@ __all__ = [
 
 class ExportError(ValueError):
     """An export refused before writing (destination inside an input, existing targets, …)."""
+
+
+#: Formats exported as JSONL of their records (or, Anthropic Messages, the request body): their loaders
+#: read that back. Sessions of any other format are exported as their source file (`copies_source`).
+JSONL_FORMATS = frozenset({"claude-code", "anthropic-messages", "codex"})
+
+
+def copies_source(session: Session) -> bool:
+    """Whether the session is exported as its whole source file (module docstring)."""
+    return session.format not in JSONL_FORMATS
 
 
 def session_bytes(session: Session) -> bytes:
@@ -64,7 +81,27 @@ def session_bytes(session: Session) -> bytes:
         from .anthropic_messages import request_json
 
         return (request_json(session) + "\n").encode("utf-8", "surrogatepass")
+    if copies_source(session):
+        return _source_bytes(session)
     return b"".join(_pieces(session))
+
+
+def _source_bytes(session: Session) -> bytes:
+    """The session's source file, for a format written back as its source (`copies_source`)."""
+    if not session.source:
+        raise ExportError(f"session {session.id}: a {session.format} session without a source file cannot be exported")
+    if any(r.modified for r in session.records):
+        raise ExportError(
+            f"session {session.id}: a modified {session.format} session cannot be written back in its format "
+            "(only its unmodified source file can); wb.to_dataset keeps it losslessly"
+        )
+    if not Path(session.source).is_file():
+        raise ExportError(
+            f"session {session.id}: its source {session.source} is not a file this export can copy (a dataset row, "
+            "a session built in memory); wb.to_dataset keeps it losslessly"
+        )
+    with open_regular(session.source) as handle:
+        return handle.read()
 
 
 def _pieces(session: Session) -> Iterator[bytes]:
@@ -103,8 +140,10 @@ _UNSAFE = re.compile(r"[^\w.@+=-]+")
 
 
 def _safe_name(session_id: str) -> str:
+    """A file name from a session id: unsafe characters made ``_``, kept whole up to 240 bytes (file systems
+    allow 255; a loader that names a session by its file then gives back the same id)."""
     name = _UNSAFE.sub("_", session_id).strip("._") or "session"
-    return name[:150]
+    return name.encode("utf-8")[:240].decode("utf-8", "ignore")
 
 
 def _relative(session: Session, root: Path | None) -> Path:
@@ -123,23 +162,19 @@ def plan_export(sessions: Sequence[Session], inputs: Sequence[Path | str], out_d
     for session in sessions:
         relative = _relative(session, root)
         own_file = per_source[session.source] == 1 and relative.suffix == ".jsonl"
-        if session.format == "anthropic-messages" or not own_file:
+        if not copies_source(session) and (session.format == "anthropic-messages" or not own_file):
             relative = relative.with_name(f"{_safe_name(session.id)}.jsonl")
         targets.append(out / relative)
-    seen: Counter[Path] = Counter()
     taken = set(targets)
+    owner: dict[Path, tuple[str, object]] = {}  # target → who holds it: one source file's copy, or one session
     unique: list[Path] = []
-    for target in targets:
-        seen[target] += 1
-        if seen[target] == 1:
-            unique.append(target)
-            continue
-        number = seen[target]
-        candidate = target.with_name(f"{target.stem}-{number}{target.suffix}")
-        while candidate in taken:
+    for session, target in zip(sessions, targets, strict=True):
+        key = ("source", session.source) if copies_source(session) else ("session", id(session))
+        candidate, number = target, 1
+        while (candidate in owner and owner[candidate] != key) or (candidate != target and candidate in taken):
             number += 1
             candidate = target.with_name(f"{target.stem}-{number}{target.suffix}")
-        taken.add(candidate)
+        owner[candidate] = key
         unique.append(candidate)
     return unique
 
