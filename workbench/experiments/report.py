@@ -133,6 +133,9 @@ def write_report(
     store = ResultStore(result.store)
     cells, steps, events = sweep_frames(store, result.cell_ids)
     table = cell_table(cells, steps, events, plan_sessions(plan), plan.spec.spec.metrics)
+    # rows in a canonical order, not the store's part-file order: identical inputs, identical files
+    order = [c for c in ("strategy", "config_hash", "session_id", "file", "cell_id") if c in table.columns]
+    table = table.sort_values(order, kind="stable").reset_index(drop=True)
     configs = config_table(table)
     table.to_csv(out / "cells.csv", index=False)
     configs.to_csv(out / "configs.csv", index=False)
