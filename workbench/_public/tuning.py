@@ -21,8 +21,8 @@ def tune(
     space: Mapping[str, Sequence[Any]] | None = None,
     objective: str = "saved_share",
     constraints: Mapping[str, str | float] | None = None,
-    fidelity: str = "needed_recall",
-    fidelity_goal: str = "max",
+    fidelity: str = "expected_recovery_tokens",
+    fidelity_goal: str | None = None,
     savings: str = "saved_share",
     cost: str = "cost_usd",
     config: Mapping[str, Any] | None = None,
@@ -39,11 +39,12 @@ def tune(
 
     Every point of ``space`` (a grid: dotted key → values) is swept with the base ``config`` (cached in
     ``store``; default: the workbench cache, so re-running a notebook computes nothing twice). Configs
-    that break a constraint are infeasible (default: no violating step, no call at the blocking limit);
-    the front is the feasible configs no other beats on ``savings``↑, ``fidelity`` (↑, or ↓ with
-    ``fidelity_goal="min"``) and ``cost``↓; the recommendation is the front config with the best
-    ``objective`` (``"-cost_usd"`` minimises), with 95% bootstrap intervals over sessions and a paired
-    interval against the base config. `workbench.experiments.tune` has the details.
+    that break a constraint are infeasible (default: no rejected request and no call at the blocking
+    limit beyond the baseline's); the front is the feasible configs no other beats on ``savings``↑,
+    ``fidelity`` (default ``expected_recovery_tokens``, what the agent is expected to re-acquire: ↓;
+    ``fidelity_goal`` overrides the direction) and ``cost``↓; the recommendation is the front config
+    with the best ``objective`` (``"-cost_usd"`` minimises), with 95% bootstrap intervals over sessions
+    and a paired interval against the base config. `workbench.experiments.tune` has the details.
 
     ``corpus`` may also be a tune spec file (YAML, as ``workbench tune SPEC``), then the other arguments
     are ignored except ``store``/``executor``/``workers``/``progress``.
@@ -52,7 +53,7 @@ def tune(
 
         result = wb.tune(corpus, "sm-compact",
                          space={"min_tokens": [5_000, 10_000, 20_000], "trigger.pct_of_window": [None, 60, 80]},
-                         constraints={"violating_steps": "== 0", "steps_blocked": "== 0", "needed_recall": ">= 0.8"})
+                         constraints={"added_violating_steps": "== 0", "expected_recovery_tokens": "<= 20000"})
         result.front, result.recommended["label"], result.intervals
     """
     from ..cache import cache_root

@@ -13,9 +13,9 @@ A tune spec (``experiments/tune-*.yaml``, ``workbench tune SPEC``)::
       max_tokens: [20000, 40000, 80000]
       trigger.pct_of_window: [null, 60, 80]     # null = Claude Code's own threshold
     objective: saved_share                      # what the recommendation maximises ("-cost_usd": minimise)
-    axes: {savings: saved_share, fidelity: needed_recall, cost: cost_usd}
-    fidelity_goal: max                          # "min" for a fidelity column where less is better
-    constraints: {violating_steps: "== 0", steps_blocked: "== 0", needed_recall: ">= 0.8"}
+    axes: {savings: saved_share, fidelity: expected_recovery_tokens, cost: cost_usd}   # the defaults
+    fidelity_goal: min                          # default: min for a re-acquisition measure, else max
+    constraints: {added_violating_steps: "== 0", added_blocked_steps: "== 0"}          # the default
     bootstrap: 2000
     confidence: 0.95
 
@@ -36,8 +36,9 @@ Why a grid and not an optimiser (optuna): the spaces are small and discrete (a f
 and thresholds), a cell costs about a millisecond, the sweep store caches every cell, and configs that
 differ only in what a compaction keeps share their replay prefix (`workbench.replay.replay_group`),
 which a sequential sampler would forfeit; the full grid also gives the whole front, not one optimum.
-The fidelity column is configurable so a metric added later (``expected_recovery_tokens``) can be the
-axis: ``axes: {fidelity: expected_recovery_tokens}``, ``fidelity_goal: min``.
+The fidelity axis defaults to ``expected_recovery_tokens`` (what the agent is expected to re-acquire after
+the compactions; lower is better), the fidelity score validated against real re-acquisitions;
+``axes: {fidelity: needed_recall}`` (references kept, higher is better) is the older alternative.
 
 Where things live: the spec, its loader and the constraints (parsed, and checked on the per-config
 table) in `workbench.experiments.tune_spec`; the result and its views (text, JSON, plot) in
@@ -241,7 +242,7 @@ def run_tune(
     notes: list[str] = []
     feasible, violated = _feasible(table, spec.constraints)
     table = table.assign(feasible=feasible, violated=violated)
-    senses = [1, 1 if spec.fidelity_goal == "max" else -1, -1]
+    senses = [1, 1 if spec.goal == "max" else -1, -1]
     used = [i for i, a in enumerate(axes) if table.loc[feasible, a].notna().all()]
     if len(used) < 3:
         notes.append(

@@ -70,6 +70,12 @@ class TuneResult:
             "skipped_grid_points": self.skipped,
             "feasible": int(self.table["feasible"].sum()) if len(self.table) else 0,
             "objective": self.spec.objective,
+            "axes": {
+                "savings": self.spec.axes.savings,
+                "fidelity": self.spec.axes.fidelity,
+                "fidelity_goal": self.spec.goal,
+                "cost": self.spec.axes.cost,
+            },
             "constraints": {k: str(v) for k, v in self.spec.constraints.items()},
             "front": rows(self.front, keys),
             "recommended": None
@@ -87,7 +93,8 @@ class TuneResult:
             f"({int(self.table['feasible'].sum()) if len(self.table) else 0} feasible; "
             f"constraints {', '.join(f'{k} {v}' for k, v in spec.constraints.items())})",
             "",
-            "Pareto front (feasible; savings and fidelity up, cost down):",
+            f"Pareto front (feasible; {spec.axes.savings} up, {spec.axes.fidelity} "
+            f"{'up' if spec.goal == 'max' else 'down'}, {spec.axes.cost} down):",
         ]
         axes = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost]
         for _, row in self.front.iterrows():

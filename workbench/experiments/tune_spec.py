@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .spec import CorpusSpec, SpecError, read_yaml
 
-__all__ = ["DEFAULT_CONSTRAINTS", "Axes", "TuneSpec", "load_tune_spec", "parse_bound"]
+__all__ = ["DEFAULT_CONSTRAINTS", "LOWER_IS_BETTER", "Axes", "TuneSpec", "load_tune_spec", "parse_bound"]
 
 #: Relative to the baseline (``none``): no request the API would reject where the baseline's at the same call
 #: is accepted, no more calls at the blocking limit than without compaction. Absolute bounds
@@ -39,11 +39,20 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 _BOUND = re.compile(r"^\s*(<=|>=|==|<|>)\s*(-?[0-9.eE+-]+)\s*$")
 
 
+#: Fidelity columns where less is better (what the agent had to re-acquire); any other fidelity is "more is
+#: better" (``needed_recall``: references kept).
+LOWER_IS_BETTER = frozenset({"expected_recovery_tokens", "expected_recovery_calls", "recovery_cost_usd"})
+
+
 class Axes(BaseModel):
+    """The three axes of the front. Fidelity defaults to expected recovery: of the fidelity scores, the one
+    validated against what agents really re-acquired after real compactions (README "Which fidelity score
+    to trust"); ``needed_recall`` (references kept) stays available."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     savings: str = "saved_share"
-    fidelity: str = "needed_recall"
+    fidelity: str = "expected_recovery_tokens"
     cost: str = "cost_usd"
 
 
@@ -55,13 +64,21 @@ class TuneSpec(CorpusSpec):
     space: dict[str, list[Any]] = Field(min_length=1)
     objective: str = "saved_share"
     axes: Axes = Axes()
-    fidelity_goal: Literal["max", "min"] = "max"
+    #: "max" or "min"; None: derived from the fidelity column (`LOWER_IS_BETTER`: min).
+    fidelity_goal: Literal["max", "min"] | None = None
     constraints: dict[str, str | float | int] = Field(default_factory=lambda: {**DEFAULT_CONSTRAINTS})
     #: The strategy the ``added_*`` columns compare with, replayed beside the grid (None: no comparison, the
     #: ``added_*`` columns are then the absolute counts).
     baseline: str | None = "none"
     bootstrap: int = Field(2000, ge=100)
     confidence: float = Field(0.95, gt=0, lt=1)
+
+    @property
+    def goal(self) -> Literal["max", "min"]:
+        """The fidelity's direction: as set, else min for a re-acquisition measure and max otherwise."""
+        if self.fidelity_goal is not None:
+            return self.fidelity_goal
+        return "min" if self.axes.fidelity in LOWER_IS_BETTER else "max"
 
     def experiment(self) -> dict[str, Any]:
         """The experiment spec this tuning runs: the grid, and the base config as the reference."""
