@@ -14,6 +14,7 @@ One import for notebooks and scripts (the engines stay importable from their mod
     wb.widgets.keep_window(corpus.largest())                 # notebook widgets
     wb.invariants(corpus).table                              # the naive-cut study (`workbench invariants`)
     wb.check("~/.claude/projects")                           # what can and cannot be modelled (`workbench check`)
+    wb.advise("~/.claude/projects").render()                 # your Claude Code settings weighed (`workbench advise`)
 
 Your own strategy: subclass `wb.Strategy` (a frozen `wb.StrategyConfig`, ``compact`` returning a
 `wb.Compaction` or None), pass the class to `wb.replay`, or `wb.register` it to use its name in sweeps.
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         Report,
         Runs,
         Sessions,
+        advise,
         check,
         invariants,
         load,
@@ -73,6 +75,7 @@ __all__ = [
     "StrategyConfig",
     "TuneResult",
     "__version__",
+    "advise",
     "check",
     "config_label",
     "invariants",
@@ -97,7 +100,7 @@ _LAZY = {
     "config_label": "workbench.strategies.labels",
     "TuneResult": "workbench.experiments.tune_result",
     **{name: "workbench._public" for name in ("PlotAccessor", "Report", "Runs", "Sessions", "load", "strategy")},
-    **{name: "workbench._public" for name in ("InvariantStudy", "check", "invariants", "sweep", "tune")},
+    **{name: "workbench._public" for name in ("InvariantStudy", "advise", "check", "invariants", "sweep", "tune")},
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .cli_common import JSON, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
+from .cli_common import FORMAT, JSON, PATHS, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
 if TYPE_CHECKING:
@@ -220,6 +220,34 @@ def tune(
     echo(json.dumps(data, indent=2, default=str) if as_json else result.render())
 
 
+def advise(
+    paths: list[Path],
+    executor: str = "local",
+    workers: int | None = None,
+    store: Path | None = None,
+    as_json: bool = False,
+    fmt: str | None = None,
+) -> None:
+    """Weigh Claude Code's compaction settings on these histories: what happened, each setting paired against
+    it in dollars and expected re-acquisition with 95% intervals, and a verdict."""
+    from . import _public
+    from .experiments.executors import executor_kind
+
+    _folders(("--store", store))
+    try:
+        executor_kind(executor)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    corpus = _public.load(*paths, format=fmt, progress=not as_json)
+    if not len(corpus):
+        fail("no transcript records could be read", 1)
+    try:
+        advice = _public.advise(corpus, store=store, executor=executor, workers=workers, progress=not as_json)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    echo(json.dumps(advice.as_dict(), indent=2, default=str) if as_json else advice.render())
+
+
 _STORE = arg("--store", type=Path, metavar="DIR", help="Result store folder (default results/<spec name>/store).")
 
 COMMANDS = (
@@ -266,6 +294,18 @@ COMMANDS = (
             _STORE,
             arg("--plot", type=Path, metavar="PNG", help="Also save the front as a PNG here."),
             JSON,
+        ),
+    ),
+    Command(
+        "advise",
+        advise,
+        (
+            PATHS,
+            arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
+            arg("--workers", type=at_least_one, metavar="N", help="Worker processes (default: CPU count)."),
+            arg("--store", type=Path, metavar="DIR", help="Result store folder (default: the workbench cache)."),
+            JSON,
+            FORMAT,
         ),
     ),
     Command(

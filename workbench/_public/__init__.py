@@ -8,7 +8,7 @@ from .corpus import Sessions, load
 from .runs import PlotAccessor, Runs, StrategyLike, replay, strategy
 from .study import InvariantStudy, check, invariants
 from .sweeps import Report, report, strategies, sweep
-from .tuning import tune
+from .tuning import advise, tune
 
 __all__ = [
     "InvariantStudy",
@@ -17,6 +17,7 @@ __all__ = [
     "Runs",
     "Sessions",
     "StrategyLike",
+    "advise",
     "check",
     "invariants",
     "load",

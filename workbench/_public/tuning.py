@@ -1,4 +1,5 @@
-"""``wb.tune``: a strategy's parameters searched over a corpus (the engine of ``workbench tune``)."""
+"""``wb.tune``: a strategy's parameters searched over a corpus (the engine of ``workbench tune``);
+``wb.advise``: Claude Code's settings weighed on a user's own history (``workbench advise``)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..experiments.advise import Advice, advise_sessions
 from ..experiments.tune import DEFAULT_CONSTRAINTS, TuneResult, TuneSpec, load_tune_spec, run_tune
 from ..strategies.base import Strategy
 from .corpus import Sessions, as_sessions
 from .sweeps import runs_from_store
 
-__all__ = ["tune"]
+__all__ = ["advise", "tune"]
 
 
 def tune(
@@ -107,3 +109,37 @@ def _with_runs(result: TuneResult, sessions: Sessions | None) -> TuneResult:
     chosen = Sessions(result.plan.sessions, paths=sessions.paths if sessions is not None else result.plan.spec.corpus)
     result.runs = runs_from_store(result.sweep, result.plan, chosen)
     return result
+
+
+def advise(
+    corpus: Sessions | Sequence[Any] | str | Path,
+    *,
+    settings: Mapping[str, Sequence[Any]] | None = None,
+    store: str | Path | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Advice:
+    """What a Claude Code user's own history says about the compaction settings they can change
+    (`workbench.experiments.advise`): what happened, each setting paired against it with 95% intervals, and
+    a verdict. ``settings``: config key → values (default `DEFAULT_SETTINGS`); cells are cached in ``store``
+    (default: the workbench cache, per corpus).
+
+    Example::
+
+        advice = wb.advise("~/.claude/projects")
+        print(advice.render()); advice.settings   # a DataFrame, one row per setting
+    """
+    from ..cache import cache_root
+    from ..experiments.cells import corpus_fingerprint
+
+    sessions = as_sessions(corpus)
+    mine = [s for s in sessions if s.format == "claude-code"]
+    if not mine:
+        raise ValueError("wb.advise needs Claude Code sessions (the settings it weighs are Claude Code's)")
+    where = [str(p) for p in sessions.paths] or sorted({str(s.source) for s in mine if s.source})
+    corpus_key = corpus_fingerprint([s.fingerprint for s in mine])[:12]
+    target = Path(store) if store is not None else cache_root() / "advise" / corpus_key / "store"
+    return advise_sessions(
+        mine, where=where, settings=settings, store=target, executor=executor, workers=workers, progress=progress
+    )
