@@ -154,3 +154,21 @@ def test_fidelity_column_is_configurable():
     assert spec.axes.fidelity == "expected_recovery_tokens" and spec.fidelity_goal == "min"
     with pytest.raises(ValueError):
         TuneSpec(name="t", corpus=["."], strategy="sm-compact", space={"min_tokens": [1]}, objectiv="x")
+
+
+def test_identical_configs_are_one_front_row_and_ties_are_said(tmp_path):
+    """Configs whose results are identical on every session (a max_tokens that never binds) are one row
+    of the front, the others listed in ``same_results``; a recommendation whose paired interval against
+    the defaults contains 0 is reported as a tie."""
+    corpus = wb.load(ROOT / "data", progress=False)
+    space = {"min_tokens": [5_000, 10_000], "max_tokens": [40_000, 80_000], "trigger.pct_of_window": [None, 60]}
+    result = wb.tune(corpus, "sm-compact", space=space, store=tmp_path / "s", executor="inline", progress=False)
+    front = result.front
+    columns = ["saved_share", "expected_recovery_tokens", "cost_usd"]
+    assert not front.duplicated(subset=columns).any()
+    merged = front[front["same_results"] != ""]
+    assert len(merged) and all("did not bind" in n for n in result.notes if "identical results" in n)
+    listed = [label for text in merged["same_results"] for label in text.split("; ")]
+    assert set(listed).isdisjoint(front["label"]) and set(listed) <= set(result.table["label"])
+    assert any(n.startswith("a tie: ") for n in result.notes)
+    assert "same_results" in result.as_dict()["front"][0]

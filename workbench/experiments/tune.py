@@ -48,6 +48,7 @@ intervals). Every public name is still importable from here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,53 @@ def _intervals(
     return pd.DataFrame(out, columns=["metric", "value", "low", "high"])
 
 
+def _value_at(config: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+def _merge_identical(
+    front: pd.DataFrame, per_session: pd.DataFrame, columns: Sequence[str], spec: TuneSpec
+) -> tuple[pd.DataFrame, list[str]]:
+    """The front with configs whose results are identical on every session (on ``columns``) merged into one
+    row: the config closest to the defaults stands for them, ``same_results`` lists the others, and a note
+    names the parameters that did not bind."""
+    if front.empty:
+        return front.assign(same_results=pd.Series(dtype=object)), []
+    keys = [c for c in ("session_id", "file") if c in per_session.columns]
+    mine = per_session[per_session["config_hash"].isin(front["config_hash"])]
+    signature: dict[str, tuple[Any, ...]] = {}
+    for chash, rows in mine.groupby("config_hash", sort=False):
+        values = rows.sort_values(keys, kind="stable")[[*keys, *columns]].copy()
+        for column in columns:
+            values[column] = pd.to_numeric(values[column], errors="coerce").round(9)
+        signature[str(chash)] = tuple(map(tuple, values.astype(object).where(values.notna(), None).to_numpy()))
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index, chash in zip(front.index, front["config_hash"].astype(str), strict=True):
+        groups.setdefault(signature.get(chash, (chash,)), []).append(index)
+    keep, same, notes = [], {}, []
+    for members in groups.values():
+        ordered = sorted(members, key=lambda i: (front.at[i, "label"].count("="), front.at[i, "label"]))
+        lead, others = ordered[0], ordered[1:]
+        keep.append(lead)
+        same[lead] = "; ".join(front.at[i, "label"] for i in others)
+        if others:
+            configs = [
+                json.loads(front.at[i, "config_json"]) for i in ordered if isinstance(front.at[i, "config_json"], str)
+            ]
+            loose = [k for k in spec.space if len({json.dumps(_value_at(c, k)) for c in configs}) > 1]
+            notes.append(
+                f"{front.at[lead, 'label']} and {len(others)} other config(s) give identical results on every session"
+                + (f": {', '.join(loose)} did not bind" if loose else "")
+                + " (one front row; `same_results` lists them)"
+            )
+    merged = front.loc[[i for i in front.index if i in keep]].copy()
+    merged["same_results"] = [same[i] for i in merged.index]
+    return merged, notes
+
+
 def run_tune(
     spec: TuneSpec,
     path: str | Path,
@@ -256,6 +304,8 @@ def run_tune(
         on_front.loc[candidates.index[mask]] = True
     table = table.assign(on_front=on_front)
     front = table[table["on_front"]].sort_values(spec.axes.savings, ascending=False, kind="stable")
+    front, merged = _merge_identical(front, per_session, list(dict.fromkeys([*axes, objective])), spec)
+    notes.extend(merged)
     reference_hash = config_hash(
         spec.strategy, get_strategy(spec.strategy).Config(**spec.config).model_dump(mode="json")
     )
@@ -277,6 +327,13 @@ def run_tune(
             spec,
             list(dict.fromkeys([*axes, objective])),
         )
+        paired = intervals[intervals["metric"] == f"{objective} vs reference"]
+        if len(paired) and paired.iloc[0]["low"] is not None and paired.iloc[0]["low"] <= 0 <= paired.iloc[0]["high"]:
+            notes.append(
+                f"a tie: {recommended['label']} against the base config, {objective} "
+                f"{paired.iloc[0]['value']:+.4g} [95% CI {paired.iloc[0]['low']:+.4g}, {paired.iloc[0]['high']:+.4g}] "
+                "contains 0: no config beats the defaults beyond noise"
+            )
     n = len(plan.sessions)
     notes.extend(_session_warnings(loaded))
     if not feasible.any():

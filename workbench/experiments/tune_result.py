@@ -77,7 +77,7 @@ class TuneResult:
                 "cost": self.spec.axes.cost,
             },
             "constraints": {k: str(v) for k, v in self.spec.constraints.items()},
-            "front": rows(self.front, keys),
+            "front": rows(self.front, [*keys, "same_results"]),
             "recommended": None
             if self.recommended is None
             else {**{k: _plain(self.recommended.get(k)) for k in keys}, "config": self.config},
