@@ -14,6 +14,7 @@ fidelity validation (`workbench.metrics.validation`), kept apart from the walk t
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 __all__ = ["CARRIED_SHARE", "MIN_LINE", "content_carried", "mentions"]
@@ -30,16 +31,23 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _content_lines(text: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def _content_lines(text: str) -> tuple[str, ...]:
     lines = (_norm(_GUTTER.sub("", line)) for line in text.splitlines())
-    return [line for line in lines if len(line) >= MIN_LINE]
+    return tuple(line for line in lines if len(line) >= MIN_LINE)
+
+
+@lru_cache(maxsize=512)
+def _flat(carrier: str) -> str:
+    """A carrier without gutters, whitespace collapsed (one summary is checked against many results)."""
+    return _norm("\n".join(_GUTTER.sub("", line) for line in carrier.splitlines()))
 
 
 def content_carried(content: str, carrier: str) -> bool:
     """True when ``carrier`` holds ``content`` (at least half of its content lines, or all of a short one)."""
     if not content.strip() or not carrier:
         return False
-    flat = _norm("\n".join(_GUTTER.sub("", line) for line in carrier.splitlines()))
+    flat = _flat(carrier)
     lines = _content_lines(content)
     if not lines:
         short = _norm(content)

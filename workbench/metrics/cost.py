@@ -89,21 +89,32 @@ def is_compaction_agent(session_id: str, session: Session | None = None) -> bool
 
 
 def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: str) -> pd.Series:
-    def dollars(row: Mapping[str, Any]) -> float:
-        price = price_or_none(row["model"], pricing, default)
+    """Each step's dollars (a plain loop over the columns: ``DataFrame.apply`` built a Series per row)."""
+    if not len(frame):
+        return pd.Series(dtype=float)
+    inputs = frame["input_tokens"] if "input_tokens" in frame else pd.Series(0, index=frame.index)
+    columns = (frame["model"], frame["ttl"], inputs, frame["cache_write"], frame["cache_read"], frame["output_tokens"])
+    prices: dict[Any, Price | None] = {}
+    out = []
+    for model, ttl, inp, write, read, output in zip(*columns, strict=True):
+        if model not in prices:
+            prices[model] = price_or_none(model, pricing, default)
+        price = prices[model]
         if price is None:
-            return float("nan")
-        hour = row["ttl"] == "1h"
-        return tokens_dollars(
-            price,
-            input=row.get("input_tokens", 0),
-            cache_write_5m=0 if hour else row["cache_write"],
-            cache_write_1h=row["cache_write"] if hour else 0,
-            cache_read=row["cache_read"],
-            output=row["output_tokens"],
+            out.append(float("nan"))
+            continue
+        hour = ttl == "1h"
+        out.append(
+            tokens_dollars(
+                price,
+                input=inp,
+                cache_write_5m=0 if hour else write,
+                cache_write_1h=write if hour else 0,
+                cache_read=read,
+                output=output,
+            )
         )
-
-    return frame.apply(dollars, axis=1) if len(frame) else pd.Series(dtype=float)
+    return pd.Series(out, index=frame.index, dtype=float)
 
 
 def _is_recorded(cell_events: pd.DataFrame, strategy: str) -> bool:
@@ -133,11 +144,12 @@ def cost_steps(
     events = ensure_keys(events)
     infos: dict[tuple[str, bool], SessionCallInfo] = {}
     frames = []
+    # each cell's events looked up, not selected with a boolean mask over every event per cell
+    no_events = events.iloc[0:0]
+    by_cell = {tuple(k): g for k, g in events.groupby(KEYS, sort=False)} if len(events) else {}
     for keys, group in steps.groupby(KEYS, sort=True):
         sid = keys[0]
-        cell_events = events[
-            (events["session_id"] == sid) & (events["strategy"] == keys[1]) & (events["config_hash"] == keys[2])
-        ]
+        cell_events = by_cell.get(tuple(keys), no_events)
         recorded = _is_recorded(cell_events, keys[1])
         info = None
         if sid in by_id:

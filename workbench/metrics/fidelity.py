@@ -83,6 +83,7 @@ yesterday, parser: 1 of 4 present, below 60 %) → ``dropped_recall`` = 1/5 = 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
@@ -181,12 +182,19 @@ class _Indexes:
         return entry[1]
 
     def context(self, summary: str | None, kept: Sequence[Record]) -> FactIndex:
-        return FactIndex.combine([FactIndex([summary or ""]), *(self.record(r) for r in kept)])
+        return FactIndex.combine([_text_index(summary or ""), *(self.record(r) for r in kept)])
 
     def future(self, start: int) -> FactIndex:
         if start not in self._future:
             self._future[start] = _future_index(self.records, start)
         return self._future[start]
+
+
+@lru_cache(maxsize=1024)
+def _text_index(text: str) -> FactIndex:
+    """The index of one summary text: the configs of a tune that compact at the same point write the same
+    summary, so it is indexed once (a `FactIndex` is not changed after it is built)."""
+    return FactIndex([text])
 
 
 def _session_facts(records: Sequence[Record]) -> list[Fact]:
