@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 
 # Every command's options as typer's ``--help`` listed them before the move (short names included), and
-# ``--workers`` of ``ingest`` and ``replay``, ``replay --force`` and the ``check`` and ``reproduce`` commands,
-# added since.
+# ``--workers`` of ``ingest`` and ``replay``, ``replay --force`` and the ``check``, ``reproduce`` and ``advise``
+# commands, added since.
 OPTIONS = {
     "ingest": {"--workers", "--json", "--format"},
     "tokens": {"-e", "--estimator", "--json", "--format"},
@@ -70,6 +70,7 @@ OPTIONS = {
         "--json",
     },
     "tune": {"--executor", "--workers", "--store", "--plot", "--json"},
+    "advise": {"--executor", "--workers", "--store", "--json", "--format"},
     "demo": {"--out", "--executor", "--workers", "--json"},
 }
 # The least a command runs with: its required arguments.
