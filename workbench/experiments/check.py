@@ -31,7 +31,7 @@ from typing import Any
 from ..metrics.guarantees import added_violations, longest_ineffective_run
 from ..metrics.pricing import known_price, load_pricing
 from ..replay.engine import replay_session, session_facts
-from ..replay.facts import RESUMED_TOKENS, SessionFacts, fact_notes, version_key
+from ..replay.facts import RESUMED_TOKENS, SessionFacts, notes_of, version_key
 from ..strategies.refill import REFILL_LIMIT
 from ..strategies.registry import create, strategies
 from ..transcript.model import Session
@@ -76,15 +76,7 @@ class SessionCheck:
     @property
     def problems(self) -> list[str]:
         """What affects a result, in words (empty: everything is modelled)."""
-        out = fact_notes(
-            self.format,
-            self.unknown_versions,
-            self.window,
-            self.resumed,
-            self.hidden_tokens,
-            self.unknown_types,
-            self.unrecognised_models,
-        )
+        out = notes_of(self)
         if self.unpriced_models:
             out.append(f"unpriced: {', '.join(self.unpriced_models)}")
         if self.recording_violations:

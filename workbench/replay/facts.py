@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..strategies.versions import TABLE_THROUGH, is_claude_model, newer_than_table, parse_version
 from ..transcript.model import Session
@@ -17,7 +17,15 @@ from ..transcript.model import Session
 if TYPE_CHECKING:
     from .engine import ReplayResult
 
-__all__ = ["RESUMED_TOKENS", "SessionFacts", "fact_notes", "version_key", "warning_lines", "warning_summary"]
+__all__ = [
+    "RESUMED_TOKENS",
+    "SessionFacts",
+    "fact_notes",
+    "notes_of",
+    "version_key",
+    "warning_lines",
+    "warning_summary",
+]
 
 #: Hidden tokens above which a session's first request holds history the file does not: 2.7 times the
 #: largest system prompt and tools of the dev corpus (36,622 tokens; 105 sessions).
@@ -80,15 +88,7 @@ class SessionFacts:
         return [m for m in self.models if not is_claude_model(m)] if self.format == "claude-code" else []
 
     def notes(self) -> list[str]:
-        return fact_notes(
-            self.format,
-            self.unknown_versions,
-            self.window,
-            self.resumed,
-            self.hidden_tokens,
-            self.unknown_types,
-            self.unrecognised_models,
-        )
+        return notes_of(self)
 
 
 #: Formats whose requests are Anthropic Messages requests as recorded; any other is replayed as if its
@@ -123,6 +123,34 @@ def fact_notes(
     if unrecognised_models:
         out.append(f"model {', '.join(unrecognised_models)} unknown to Claude Code (no auto-compaction before 2.1.223)")
     return out
+
+
+class _Facts(Protocol):
+    format: str
+    window: int | None
+    hidden_tokens: int
+
+    @property
+    def unknown_versions(self) -> Sequence[str]: ...
+    @property
+    def resumed(self) -> bool: ...
+    @property
+    def unknown_types(self) -> Sequence[str]: ...
+    @property
+    def unrecognised_models(self) -> Sequence[str]: ...
+
+
+def notes_of(facts: _Facts) -> list[str]:
+    """`fact_notes` of anything that carries the facts (`SessionFacts`, a `workbench check` row)."""
+    return fact_notes(
+        facts.format,
+        facts.unknown_versions,
+        facts.window,
+        facts.resumed,
+        facts.hidden_tokens,
+        facts.unknown_types,
+        facts.unrecognised_models,
+    )
 
 
 def warning_summary(lines: Sequence[str], sessions: int, shown: int = 3) -> list[str]:

@@ -161,13 +161,7 @@ def _root() -> Path:
         try:
             sessions = cache_root() / "sessions"
         except OSError as exc:  # the cache folder itself cannot be made: load without the cache, say so once
-            if _STATE["off"] is None:
-                _STATE["off"] = str(exc)
-                warnings.warn(
-                    f"session cache: {exc.strerror or exc}: loading without the cache (same sessions, only slower)",
-                    SessionCacheWarning,
-                    stacklevel=2,
-                )
+            _off(f"session cache: {exc.strerror or exc}: loading without the cache (same sessions, only slower)", exc)
             return Path(os.devnull)
         _ROOTS[env] = sessions / loader_version()
         if cache_enabled():
@@ -179,13 +173,17 @@ def _root() -> Path:
     return _ROOTS[env]
 
 
-def _degrade(exc: BaseException) -> None:
+def _off(message: str, exc: BaseException) -> None:
+    """Load without the cache from here on, and say so once."""
     if _STATE["off"] is None:
         _STATE["off"] = str(exc)
-        warnings.warn(
-            f"session cache {_root()}: {exc}: loading without the cache from here on (same sessions, only slower)",
-            SessionCacheWarning,
-            stacklevel=3,
+        warnings.warn(message, SessionCacheWarning, stacklevel=4)
+
+
+def _degrade(exc: BaseException) -> None:
+    if _STATE["off"] is None:
+        _off(
+            f"session cache {_root()}: {exc}: loading without the cache from here on (same sessions, only slower)", exc
         )
 
 
