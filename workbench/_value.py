@@ -3,7 +3,7 @@ summaries it reads from the cache, the load report, the cache's entry key).
 
 They were dataclasses. Importing `dataclasses` imports `inspect` (and with it ``ast``, ``dis``,
 ``tokenize``), and each ``@dataclass`` compiles its methods with ``exec`` when its module loads: together
-about a quarter of a warm ``ingest`` at 1x on this machine (README "Start-up, stop 27"). A subclass lists
+about a quarter of a warm ``ingest`` at 1x on this machine (README "Start-up"). A subclass lists
 its fields in ``__match_args__`` in ``__init__``'s order, makes them its ``__slots__`` and sets them in
 its own ``__init__``; `Value` gives it equality, a repr and a compact pickle (the class and the field
 values, passed back to ``__init__``: what the parsed-session cache stores) over those fields.

@@ -26,7 +26,7 @@ from . import cli_corpus, cli_report, cli_results, cli_sweep
 from .cli_common import Command, echo
 from .cli_corpus import ingest_report
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 #: `typing.TYPE_CHECKING` without importing typing (nor dataclasses, which imports inspect): ~0.03 s of
-#: every command's start-up here, a quarter of a warm ``ingest`` (README "Start-up, stop 27"). mypy reads the name.
+#: every command's start-up here, a quarter of a warm ``ingest`` (README "Start-up"). mypy reads the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping

@@ -26,7 +26,7 @@ from .cli_common import (
     probe_announcer,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
     from typing import Any
 

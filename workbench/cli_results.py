@@ -25,7 +25,7 @@ from .cli_common import (
     fail,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
     from typing import Any
 

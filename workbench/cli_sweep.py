@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .cli_common import FORMAT, JSON, PATHS, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,4 +1,4 @@
-"""The report's per-session columns, computed one session group at a time (issue #17).
+"""The report's per-session columns, computed one session group at a time.
 
 `workbench.report.report` needs the sessions themselves for fidelity, expected and measured recovery, the
 recorded bill, the cost simulation, its calibration, Claude's recorded summaries (``reference``) and the

@@ -1,4 +1,4 @@
-"""Every compaction cut of a session, evaluated in near-linear total time (issue #13 item 10).
+"""Every compaction cut of a session, evaluated in near-linear total time.
 
 The naive-cut study (`workbench.api.study`) asks, for every cut ``c`` of a session (and for the keep
 window before every API call), what the API would say to "summary + ``records[c:end]``" as cut, after

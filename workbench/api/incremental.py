@@ -25,7 +25,7 @@ edit sequences and the real corpus) while redoing the work only from the first c
 
 What stays linear per check is cheap: identity comparisons and list slices (the id maps are cut back
 from their end, `_cut_back`: what was cut, not the whole map); the rules about the request's end are taken
-afresh (the thinking rule walks back over the trailing tool loop). Since stop 33 the masking strategies and
+afresh (the thinking rule walks back over the trailing tool loop). The masking strategies and
 the engine also read only what changed (`workbench.strategies.observation_masking`,
 ``Compaction.changed_at``); `benchmarks/bench_request_check.py` measures the replays.
 """

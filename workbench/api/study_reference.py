@@ -1,7 +1,7 @@
 """The naive-cut study computed directly, cut by cut: the reference `workbench.api.study` is checked
 against (``tests/api/test_api_cuts.py``) and timed against (``benchmarks/bench_invariants.py``).
 
-This is the study's algorithm before issue #13 item 10, unchanged: for every cut it normalises,
+This is the study's original quadratic algorithm, unchanged: for every cut it normalises,
 repairs and validates "summary + ``records[cut:]``" with `normalize`, `repair` and `validate`, and
 adjusts with `adjust_to_api_invariants`, `adjust_for_thinking` and `keep_window`, each over the whole
 rest of the session (roughly cubic in session length). `workbench.api.study.invariants_report` must

@@ -7,7 +7,7 @@ fingerprint, its id and its ``file`` (the source path relative to the corpus fol
 so moving the corpus keeps the ids), the estimator, and the code version (package version plus a
 hash of the modules that compute results; ``WORKBENCH_CODE_VERSION`` overrides it). A session is
 (session id, file): two files with the same ``sessionId`` (a copied folder, a resumed session) are two
-sessions with cells of their own, never one (issue #13 item 7). Provenance that does not change the
+sessions with cells of their own, never one. Provenance that does not change the
 result (absolute paths, git revision, timestamps) is recorded next to the result, not hashed.
 
 `run_task` is what an executor runs: one session's cells. The worker process parses each source file

@@ -1,6 +1,6 @@
 """Who is writing a result store, and which cells each writer is computing: lock and claim files.
 
-Two sweeps on one store used to compute everything twice (issue #13 item 14: 324 rows for 180 cells).
+Two sweeps on one store used to compute everything twice (324 rows for 180 cells).
 Now every writer of a store is a *claimant* with a claim file ``_claims/<owner>.json`` that it holds
 an exclusive ``flock`` on for as long as it lives; the file lists the cell ids it took. The kernel drops
 the lock when the process ends in any way (also SIGKILL), so "the file is locked" is exactly "its writer

@@ -1,6 +1,6 @@
 """A kernel manager for headless notebook execution that cannot stall until the cell timeout.
 
-The stall (issue #13 item 18; the shape of jupyter/nbclient#312): executing a notebook under
+The stall (the shape of jupyter/nbclient#312): executing a notebook under
 nbclient, a cell whose ipywidgets ``Output`` captures output (``StrategyComparison`` in
 ``03_compare_strategies``) sometimes finished in the kernel at once but the client only went on
 after exactly its cell timeout (300 s), without an error. Root cause (reproduced without a kernel in

@@ -9,7 +9,7 @@ batches of up to ``batch_size`` cells, at the latest a second after the oldest o
 error or an interrupt, so a sweep killed outright (``SIGKILL``) loses only the tasks that were still running
 and what finished in its last second, and a re-run computes exactly the missing cells.
 
-Failures and faults (issue #13):
+Failures and faults:
 
 * A cell that raises (an online API error, a strategy bug) is stored in ``failed/`` with its error
   and counted in `SweepResult.failures`; the session's other cells are stored, the sweep goes on and

@@ -2,7 +2,7 @@
 
 Every part file of a table is written with exactly its schema (`to_table`), so the folder of a table is
 one dataset: ``pandas.read_parquet(store / "events")`` and ``pyarrow.dataset.dataset(store / "steps")``
-read every table of any store, also one resumed after a kill (issue #13 item 12). Before, each part's
+read every table of any store, also one resumed after a kill. Before, each part's
 types were inferred from its own rows: a batch whose events all lacked a ``summary`` wrote a ``null``
 column, the next one ``string``, and the folder could not be read as one dataset.
 
@@ -132,7 +132,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("dropped_uuids", _LIST),
         ("summary", _S),
         ("added_text", _S),
-        # issue #15: where the summary came from (recorded, offline, anthropic, session-memory), why the
+        # where the summary came from (recorded, offline, anthropic, session-memory), why the
         # offline summariser stood in for a recorded one, and the recorded boundary a compaction reproduced
         ("summary_source", _S),
         ("summary_note", _S),

@@ -28,7 +28,7 @@ choice is recorded (`ResolvedSpec.corpus_used_fallback`). ``format`` must name a
 The grid is counted before any point is built: a spec whose grids hold more than ``max_grid_points``
 points (default `MAX_GRID_POINTS`; ``load_spec(max_grid_points=…)`` and ``workbench sweep
 --max-grid-points`` override it) is refused with the count, instead of planning for hours without
-output (issue #13 item 9: a 30^5 grid).
+output (a 30^5 grid).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ directive  each user-typed message (not tool results, not meta, tags     its con
 **Presence.** A fact is *present* in a text when the same extractors applied to that text yield its
 key (paths match on any ``/``-suffix, so ``/home/u/lib/spotter/annotation.ex`` contains
 ``spotter/annotation.ex``); commands and errors match as whitespace-collapsed substrings; directives
-when ≥ 60 % of their content words occur in the text. Form is not penalised (issue #14: Claude's
-paraphrasing summaries lost recall for writing a name differently): a path is also present when its
+when ≥ 60 % of their content words occur in the text. Form is not penalised (Claude's
+paraphrasing summaries would lose recall for writing a name differently): a path is also present when its
 basename (with an extension) is, and an identifier when the text has it in another case or separator
 style (``SessionLive``, ``session_live`` and ``session live`` are one identifier, compared without case
 or separators, at least 6 characters). On the open Claude Code corpus (``claude-code`` and

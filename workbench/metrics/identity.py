@@ -3,7 +3,7 @@
 The metric families key their frames by `KEYS` (``session_id``, ``strategy``, ``config_hash``) and look
 sessions up by id, which is right as long as an id names one session. Two files with the same id used
 to be merged by the report (their steps summed into one session, the cost simulated over both) and, at
-ten copies, to crash it ("cannot handle a non-unique multi-index"; issue #13 item 7).
+ten copies, to crash it ("cannot handle a non-unique multi-index").
 
 `SessionKeys` keeps the metric functions as they are: before they run, the rows of an id found in
 more than one file get a per-file key in ``session_id`` (``<id> @ <file>``), and the sessions are

@@ -53,7 +53,7 @@ METRICS: dict[str, tuple[str, str | None, float | None]] = {
     "total_cost_usd": ("total_cost_usd", None, None),
     "probe_score": ("probe_score_sum", "probes_scored", None),
 }
-#: The metrics that carry intervals in the report's ``strategies`` rows (issue #14).
+#: The metrics that carry intervals in the report's ``strategies`` rows.
 CI_METRICS = ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd")
 #: Below this many sessions with a compaction, comparisons are flagged as resting on too few sessions.
 MIN_SESSIONS = 10

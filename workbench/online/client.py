@@ -138,7 +138,7 @@ class OnlineAPIError(RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle with the keyword-only attributes (the default passes only ``args``, and unpickling
-        then fails: a sweep's worker process could not report the error, issue #13 item 15)."""
+        then fails: a sweep's worker process could not report the error)."""
         return (_rebuild_online_api_error, (self.message, self.__dict__.copy()))
 
     def __repr__(self) -> str:

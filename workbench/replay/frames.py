@@ -33,10 +33,10 @@ _TABLES = ("steps", "events")
 #: Rows (steps and events) kept before a part is written: a constant, whatever the corpus (a few MB).
 ROWS = 2_000
 #: Entries of the events' list columns (``kept_uuids``, ``dropped_uuids``, ...) kept before a part is written,
-#: also in the middle of a session. Until stop 33 an in-place compaction's event listed every record of the
-#: context it kept, so a masking strategy's events held entries growing with the square of the session's
-#: length (a synthetic 1,000-call session: 2.4 million) and converting them as one frame peaked at 540-560 MB;
-#: events now list the shorter side (`workbench.replay.rows`), and this bound still holds any frame to a size.
+#: also in the middle of a session. An in-place compaction's event that listed every record of the context it
+#: kept would hold entries growing with the square of the session's length (a synthetic 1,000-call session:
+#: 2.4 million; one frame of them peaked at 540-560 MB); events list the shorter side (`workbench.replay.rows`),
+#: and this bound holds any frame to a size.
 ENTRIES = 100_000
 
 

@@ -3,7 +3,7 @@
 Reproduced constants (docs §4.2): ``MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000`` reserved from the window
 (``min(model max output, 20_000)``), ``AUTOCOMPACT_BUFFER_TOKENS = 13_000``, warning and error buffers
 ``20_000``, ``MANUAL_COMPACT_BUFFER_TOKENS = 3_000`` (blocking limit = effective − 3,000),
-``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` semantics (can only lower the threshold: issue #31806), and the
+``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` semantics (can only lower the threshold: anthropics/claude-code#31806), and the
 circuit breaker ``MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3`` (docs §4.4). A 200k model with 32k default
 output compacts at 167,000 tokens and blocks at 177,000.
 

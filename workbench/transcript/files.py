@@ -24,7 +24,7 @@ import os
 import stat
 from pathlib import Path
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import BinaryIO

@@ -14,7 +14,7 @@ from pathlib import Path
 from .._value import Value
 from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # the record model is imported where records are made: a warm `ingest` makes none
     from collections.abc import Iterable, Iterator
     from typing import Any

@@ -62,7 +62,7 @@ from .._value import FrozenValue
 from .files import max_line_bytes, open_regular
 from .summary import FileSummary, SessionInfo, file_summary, summary_from_json, summary_json
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # a warm `ingest` answers from summaries: neither the record model nor tempfile is imported
     from collections.abc import Callable
     from typing import Any, BinaryIO

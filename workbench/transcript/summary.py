@@ -9,7 +9,7 @@ from collections import Counter
 
 from .._value import FrozenValue, Value
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up, stop 27")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # a warm `ingest` reads summaries without importing the record model
     from collections.abc import Iterable
     from typing import Any
