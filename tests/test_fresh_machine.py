@@ -1,7 +1,7 @@
 """A fresh clone without ``../shared`` or Chromium: the real-data and browser tests skip, with the command
 that enables them, and fail only where CI requires them (``WORKBENCH_REQUIRE_CORPUS=1``,
 ``WORKBENCH_REQUIRE_BROWSER=1``, both set by ``.ci/run``). Each case runs pytest on one test in a
-subprocess with the corpus or the browser pointed at a missing path (issue #13 item 17: the browser test
+subprocess with the corpus or the browser pointed at a missing path (the browser test
 called ``pytest.fail`` on any machine without /usr/bin/chromium, so ``make test`` failed on a fresh clone).
 """
 

@@ -1,4 +1,4 @@
-"""The near-linear naive-cut study (`workbench.api.cuts`, issue #13 item 10) gives exactly what the direct
+"""The near-linear naive-cut study (`workbench.api.cuts`) gives exactly what the direct
 computation gives: cut by cut, and as a whole report (`workbench.api.study_reference`)."""
 
 from __future__ import annotations

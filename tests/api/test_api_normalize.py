@@ -63,8 +63,8 @@ def test_unsent_records_are_dropped_and_local_command_becomes_user() -> None:
 
 def test_only_a_synthetic_api_error_is_dropped() -> None:
     """docs §8.1 step 2 drops *synthetic API-error* assistants: ``<synthetic>`` and ``isApiErrorMessage``
-    both. A synthetic interruption notice, or an error flag on a real model's message, is sent (issue #15:
-    the old rule dropped either)."""
+    both. A synthetic interruption notice, or an error flag on a real model's message, is sent (an earlier
+    rule dropped either)."""
     records = [
         user("hi"),
         assistant("S", text("[Request interrupted by user]"), model="<synthetic>"),

@@ -1,4 +1,4 @@
-"""A real distributed run (issue #17 item 5): ``dask scheduler`` and two ``dask worker`` processes started
+"""A real distributed run: ``dask scheduler`` and two ``dask worker`` processes started
 with the distributed CLI on 127.0.0.1, the sweep CLI pointed at them with ``--executor dask://…``.
 
 Workers read the sessions by path (the test's files are on the one filesystem they share), get the

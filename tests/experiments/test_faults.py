@@ -1,4 +1,4 @@
-"""Sweeps against bad input and faults (issue #13 items 7, 9, 12–16): each test reproduces a failure of the
+"""Sweeps against bad input and faults: each test reproduces a failure of the
 old code; the docstrings say what it did."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Planning a sweep from per-file metadata (issue #17 item 4): no session held, nothing parsed when the
+"""Planning a sweep from per-file metadata: no session held, nothing parsed when the
 corpus is unchanged, the same cell ids (so old stores stay valid) and the same results."""
 
 from __future__ import annotations

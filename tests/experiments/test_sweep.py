@@ -117,7 +117,7 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
         .reset_index(drop=True)
     )
     pd.testing.assert_frame_equal(ours, ref)
-    # the killed store reads as one dataset per table, with no rows of the killed batches (issue #13 item 12)
+    # the killed store reads as one dataset per table, with no rows of the killed batches
     for table in ("cells", "steps", "events"):
         raw = pd.read_parquet(store_dir / table)
         assert len(raw) == len(getattr(store, table)()), table

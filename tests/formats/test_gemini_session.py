@@ -1,4 +1,4 @@
-"""Gemini CLI's own saved sessions (``chats/session-*.json``): issue #18 item 5."""
+"""Gemini CLI's own saved sessions (``chats/session-*.json``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """One session id in several files (copies of a folder, a resumed session): reported separately, never
-merged (issue #13 item 7). Before: the report summed their steps into one session (1 + 4 steps shown as
+merged. Before: the report summed their steps into one session (1 + 4 steps shown as
 5, cost off) and crashed at ten copies ("cannot handle a non-unique multi-index")."""
 
 from __future__ import annotations

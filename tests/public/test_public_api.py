@@ -1,4 +1,4 @@
-"""The public API (issue #18 item 1): the issue's snippet, with this project's names, runs on data/."""
+"""The public API: the issue's snippet, with this project's names, runs on data/."""
 
 from __future__ import annotations
 

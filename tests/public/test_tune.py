@@ -1,4 +1,4 @@
-"""Tuning as a workflow (issue #18 item 3): the front, the recommendation and its intervals."""
+"""Tuning as a workflow: the front, the recommendation and its intervals."""
 
 from __future__ import annotations
 

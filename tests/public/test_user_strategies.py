@@ -1,4 +1,4 @@
-"""Users' own strategies (issue #18 item 4): a class defined in ``__main__`` (a notebook cell) runs through
+"""Users' own strategies: a class defined in ``__main__`` (a notebook cell) runs through
 ``wb.replay`` and sweeps on the local executor (forked and spawned workers) and on dask; a package
 registers strategies through the ``workbench.strategies`` entry point group."""
 

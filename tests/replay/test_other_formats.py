@@ -1,4 +1,4 @@
-"""Replay works on SWE-agent and OpenHands recordings (issue #7): several strategies, valid requests."""
+"""Replay works on SWE-agent and OpenHands recordings: several strategies, valid requests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Post-compact cleanup, main thread vs sub-agent (issue #15 item 4, the seed article's point): one Claude
+"""Post-compact cleanup, main thread vs sub-agent (the seed article's point): one Claude
 Code process, module state shared by its agents (`workbench.strategies.process`)."""
 
 from __future__ import annotations

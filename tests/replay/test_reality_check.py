@@ -1,4 +1,4 @@
-"""Replaying the real corpus reproduces where Claude Code really compacted (issue #4 acceptance)."""
+"""Replaying the real corpus reproduces where Claude Code really compacted."""
 
 from __future__ import annotations
 

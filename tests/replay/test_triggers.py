@@ -25,7 +25,7 @@ def test_one_million_window_and_model_suffix() -> None:
 
 def test_pct_override_can_only_lower_the_threshold() -> None:
     assert AutoCompactTrigger(pct_override=60).threshold == 108_000  # floor(180000 * 0.6)
-    assert AutoCompactTrigger(pct_override=99).threshold == 167_000  # clamped (issue #31806)
+    assert AutoCompactTrigger(pct_override=99).threshold == 167_000  # clamped
 
 
 def test_output_reserve_is_capped_at_20k_and_plain_percent_trigger() -> None:

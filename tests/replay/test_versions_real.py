@@ -1,4 +1,4 @@
-"""Claude Code as it really ran, version by version (issue #15): the version table against every recorded
+"""Claude Code as it really ran, version by version: the version table against every recorded
 auto-compaction of the open corpus, and ``summarizer=recorded`` replays."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_each_recorded_threshold_lies_where_the_version_rule_puts_it(all_main_se
 
 def test_the_reference_rule_misses_every_v2_0_compaction(all_main_sessions) -> None:
     """Why the table exists: v2.1.88's 167k threshold never fires on the v2.0.57 sessions where Claude Code
-    compacted near 123-128k (5 of 5 missed before issue #15)."""
+    compacted near 123-128k (5 of 5 missed with the reference constants)."""
     for session in all_main_sessions:
         if session.client_version != "2.0.57" or not _auto(session):
             continue

@@ -1,4 +1,4 @@
-"""Readable config labels (issue #18): strategy + parameters that differ from its defaults."""
+"""Readable config labels: strategy + parameters that differ from its defaults."""
 
 from __future__ import annotations
 

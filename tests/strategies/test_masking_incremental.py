@@ -3,7 +3,7 @@
 ``clear-thinking`` (`ThinkState`) and ``opencode-prune`` (`PruneState`'s prompt count) decide what the whole
 walk decides.
 
-The references are the strategies as they were before the index (stop 32's code): `masked_turn_ids` over the
+The references are the strategies as they were before the index (non-incremental): `masked_turn_ids` over the
 whole context at every call and `rewrite_tool_results` over every record; clear-tool-uses' walk of every
 record for uses, answers, sizes and the rewrite; OpenHands' masking listing and sorting every event;
 `in_place` comparing the whole context (no ``changed_at``, so the engine compares too); the truncation over
@@ -46,7 +46,7 @@ from workbench.transcript import Block, Record
 
 
 class WholeWalk(ObservationMasking):
-    """The strategy before the index (stop 32's code)."""
+    """The strategy before the index (the earlier, non-incremental code)."""
 
     def new_state(self) -> set[str]:  # type: ignore[override]
         return set()
@@ -68,7 +68,7 @@ class WholeWalk(ObservationMasking):
 
 
 class WholeClear(ClearToolUses):
-    """clear-tool-uses before the index (stop 32's code)."""
+    """clear-tool-uses before the index (the earlier, non-incremental code)."""
 
     def compact(self, view: ContextView, state: ClearState) -> Compaction | None:
         config = self.config
@@ -102,7 +102,7 @@ class WholeClear(ClearToolUses):
 
 
 class WholeEvents(OpenHandsObservationMasking):
-    """openhands-observation-masking before the index (stop 32's code)."""
+    """openhands-observation-masking before the index (the earlier, non-incremental code)."""
 
     def new_state(self) -> None:  # type: ignore[override]
         return None
@@ -182,7 +182,7 @@ class _Recount(PruneState):
 
 
 class WholePrune(OpenCodePrune):
-    """opencode-prune counting the whole context's prompts at every call (stop 33's code)."""
+    """opencode-prune counting the whole context's prompts at every call (the earlier, non-incremental code)."""
 
     def new_state(self) -> PruneState:
         return _Recount()

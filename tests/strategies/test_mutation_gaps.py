@@ -1,4 +1,4 @@
-"""Tests for behaviour whose mutants survived the suite before issue #15 (each names the mutant it kills)."""
+"""Tests for behaviour whose mutants survived the suite at some point (each names the mutant it kills)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deviations from the v2.1.88 reference found by the line-by-line audit of issue #15; each test fails on
+"""Deviations from the v2.1.88 reference found by a line-by-line audit against the reference; each test fails on
 the old behaviour (named in its docstring)."""
 
 from __future__ import annotations

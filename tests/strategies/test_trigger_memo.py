@@ -1,4 +1,4 @@
-"""The memo of `for_version` (issue #16 mutation run): each distinct (trigger, its explicit fields, version
+"""The memo of `for_version`: each distinct (trigger, its explicit fields, version
 row, model, window) is resolved once, rows kept apart, and the memo stays bounded."""
 
 from __future__ import annotations

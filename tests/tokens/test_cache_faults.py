@@ -1,4 +1,4 @@
-"""The token cache never fails a count (issue #13 item 11). Before: "database or disk is full" from the
+"""The token cache never fails a count. Before: "database or disk is full" from the
 SQLite cache aborted the replay."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Builders of small hostile transcript files for the issue #13 tests (tests/transcript is on sys.path)."""
+"""Builders of small hostile transcript files for the bad-input tests (tests/transcript is on sys.path)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Commands hold one session group at a time: memory does not grow with the corpus (issue #17 item 1).
+"""Commands hold one session group at a time: memory does not grow with the corpus.
 
 Measured with tracemalloc (Python allocations, deterministic: not disturbed by a loaded machine) for a
 corpus of 1 and of 4 copies of ``data/`` with every UUID rewritten per copy (distinct sessions): the

@@ -1,4 +1,4 @@
-"""The notebook stall (issue #13 item 18): a reply whose wake-up a shell send consumed, picked up only at
+"""The notebook stall: a reply whose wake-up a shell send consumed, picked up only at
 the timeout. `workbench.experiments.kernel` explains the cause; these tests reproduce it."""
 
 from __future__ import annotations
