@@ -4,7 +4,7 @@ Each corpus file is rewritten k times end to end (every uuid, ``message.id`` and
 gets a suffix, the copies' chains are linked), so a session of n records becomes one of k·n with the
 same shapes. The study is timed on k = 1, 2, 4 (after one untimed run each; the median of ``--repeat``
 runs each, alternating k so the load of the machine falls on all of them), and the scaling exponent
-``log(t_k / t_1) / log k`` is printed: 1 is linear, 2 quadratic. Target (issue #13 item 10):
+``log(t_k / t_1) / log k`` is printed: 1 is linear, 2 quadratic. Target:
 near-linear (exponent well below 1.5).
 The direct computation (`workbench.api.study_reference`, the algorithm before) is timed on k = 1 too,
 unless ``--no-reference``; both results are compared (they must be identical).

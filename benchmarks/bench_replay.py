@@ -2,7 +2,7 @@
 
 Both runs start from a warm token-count cache (the first replay fills it), so the ratio measures what
 replay adds on top of load + count: stepping, strategy decisions, memory extraction, summaries and
-validation. Target (issue #4): replay ≤ 1.5× load + count. Prints what this run measured.
+validation. Target: replay ≤ 1.5× load + count. Prints what this run measured.
 
 Both are timed under the same conditions: no sessions from an earlier run are kept alive (loading
 allocates enough to trigger full garbage collections, whose cost grows with everything else alive).

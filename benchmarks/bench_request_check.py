@@ -5,10 +5,10 @@ validate, count repairs) at every call. `workbench.api.incremental.IncrementalCh
 from the first change. This replays one `workbench.synthetic` session of each ``--calls`` size (written
 to a temporary folder, its token counts warm) through each masking strategy twice, alternating
 ``--repeat`` times: with the engine's incremental check, and with ``check_request`` from scratch with the
-message memo (what the engine did before stop 31). It prints the medians, their ratio, how each grows per
+message memo (what the engine did before it checked incrementally). It prints the medians, their ratio, how each grows per
 doubling of the session (4× is quadratic), the list entries of the replay's events (``kept_uuids``,
-``not_kept_uuids``, ``dropped_uuids``, ...: what ``--out`` and the store hold, linear in the session since
-stop 33), and checks that both give the same rows.
+``not_kept_uuids``, ``dropped_uuids``, ...: what ``--out`` and the store hold, linear in the session), and
+checks that both give the same rows.
 
 Usage: ``python benchmarks/bench_request_check.py [--calls 250,500,1000] [--repeat 1] [--json]``.
 """

@@ -1,4 +1,4 @@
-"""Benchmark (issue #17): a heavy user's history, at 1x, 8x and ~1 GB of Claude Code JSONL.
+"""Benchmark: a heavy user's history, at 1x, 8x and ~1 GB of Claude Code JSONL.
 
 Builds, in a temporary folder (deleted afterwards; nothing is written into the repository), corpora of
 N copies of the real Claude Code corpus (``$WORKBENCH_CORPUS/claude-code`` and ``claude-code-more``)

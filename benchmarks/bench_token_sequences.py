@@ -1,4 +1,4 @@
-"""Benchmark: the token cache's per-sequence level (issue #17) against record-by-record lookups.
+"""Benchmark: the token cache's per-sequence level against record-by-record lookups.
 
 ``count_many`` of every session's records (``Session.conversation()``, what the replay engine asks for),
 each pass on a fresh ``CachedEstimator`` (a new process's state: empty memo, new connection) over one
