@@ -227,21 +227,44 @@ def save(fig: Figure, path: str, *, dpi: int = 110) -> str:
 
 
 def tune_front(
-    table: pd.DataFrame, x: str = "saved_share", y: str = "needed_recall", recommended: pd.Series | None = None
+    table: pd.DataFrame,
+    x: str = "saved_share",
+    y: str = "expected_recovery_tokens",
+    recommended: pd.Series | None = None,
+    *,
+    cost: str | None = "cost_usd",
+    reference: pd.Series | None = None,
 ) -> Figure:
-    """A tuning result (`workbench.experiments.tune`): every config of the grid, infeasible ones grey,
-    the feasible Pareto front joined in order, the recommendation starred and named by its label."""
-    fig, ax = plt.subplots(figsize=(7, 5))
+    """A tuning result (`workbench.experiments.tune`): every config of the grid, infeasible ones grey, the
+    feasible ones coloured by ``cost`` (the third axis, with its colour bar), the Pareto front joined in
+    order and each of its points labelled, the base config (the reference) and the recommendation marked."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
     data = table.dropna(subset=[x, y]) if {x, y} <= set(table.columns) else table.iloc[0:0]
     if data.empty:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         return fig
     feasible = data["feasible"].astype(bool) if "feasible" in data else pd.Series(True, index=data.index)
     ax.scatter(data.loc[~feasible, x], data.loc[~feasible, y], color="lightgrey", label="infeasible (constraints)")
-    ax.scatter(data.loc[feasible, x], data.loc[feasible, y], color="tab:blue", alpha=0.6, label="feasible")
+    shown = data.loc[feasible]
+    costs = pd.to_numeric(shown[cost], errors="coerce") if cost and cost in shown else None
+    if costs is not None and costs.notna().any():
+        points = ax.scatter(shown[x], shown[y], c=costs, cmap="viridis", alpha=0.8, label="feasible")
+        fig.colorbar(points, ax=ax, label=_AXIS_LABELS.get(cost, cost) if cost else "")
+    else:
+        ax.scatter(shown[x], shown[y], color="tab:blue", alpha=0.6, label="feasible")
     if "on_front" in data:
         front = data[data["on_front"].astype(bool)].sort_values(x)
         ax.plot(front[x], front[y], color="tab:blue", linewidth=1, label="Pareto front")
+        for _, row in front.iterrows():
+            ax.annotate(
+                _short(str(row.get("label", ""))),
+                (row[x], row[y]),
+                fontsize="x-small",
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+    if reference is not None and pd.notna(reference.get(x)) and pd.notna(reference.get(y)):
+        ax.scatter([reference[x]], [reference[y]], marker="D", s=70, color="black", zorder=3, label="defaults")
     if recommended is not None:
         ax.scatter(
             [recommended[x]],
@@ -252,9 +275,25 @@ def tune_front(
             zorder=3,
             label=f"recommended: {recommended.get('label', '')}",
         )
-    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
-    ax.set_ylabel("needed-fact recall" if y == "needed_recall" else y)
-    ax.set_title("Tuning: savings vs fidelity")
+    ax.set_xlabel(_AXIS_LABELS.get(x, x))
+    ax.set_ylabel(_AXIS_LABELS.get(y, y))
+    ax.set_title("Tuning: savings vs fidelity, coloured by cost")
     ax.legend(fontsize="x-small")
     fig.tight_layout()
     return fig
+
+
+#: Axis titles of the columns the tuning plots use.
+_AXIS_LABELS = {
+    "saved_share": "share of input tokens saved",
+    "needed_recall": "needed-fact recall (higher is better)",
+    "expected_recovery_tokens": "expected re-acquired tokens (lower is better)",
+    "cost_usd": "cost, USD",
+    "total_cost_usd": "total cost incl. expected re-acquisition, USD",
+}
+
+
+def _short(label: str) -> str:
+    """A config label without its strategy name (the plot is of one strategy)."""
+    head, _, rest = label.partition(" ")
+    return rest or head

@@ -172,3 +172,18 @@ def test_identical_configs_are_one_front_row_and_ties_are_said(tmp_path):
     assert set(listed).isdisjoint(front["label"]) and set(listed) <= set(result.table["label"])
     assert any(n.startswith("a tie: ") for n in result.notes)
     assert "same_results" in result.as_dict()["front"][0]
+
+
+def test_the_front_plot_has_a_cost_axis_labels_and_the_defaults(tmp_path):
+    corpus = wb.load(ROOT / "data", progress=False)
+    space = {"min_tokens": [5_000, 20_000], "trigger.pct_of_window": [None, 60]}
+    result = wb.tune(corpus, "sm-compact", space=space, store=tmp_path / "s", executor="inline", progress=False)
+    fig = result.plot()
+    ax, bar = fig.axes  # the plot and the cost colour bar
+    assert bar.get_ylabel() == "cost, USD"
+    assert ax.get_ylabel() == "expected re-acquired tokens (lower is better)"
+    labels = {text.get_text() for text in ax.texts}
+    on_front = result.table.loc[result.table["on_front"], "label"]
+    assert labels == {label.partition(" ")[2] or label for label in on_front}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "defaults" in legend and any(t.startswith("recommended: ") for t in legend)

@@ -116,12 +116,20 @@ class TuneResult:
         return self.render()
 
     def plot(self) -> Any:
-        """Savings vs fidelity of every config: infeasible grey, the front joined, the recommendation starred."""
+        """Savings vs fidelity of every config, coloured by cost: infeasible grey, the front joined and
+        labelled, the defaults and the recommendation marked."""
         import matplotlib.pyplot as plt
 
         from ..plots import tune_front
 
-        fig = tune_front(self.table, self.spec.axes.savings, self.spec.axes.fidelity, self.recommended)
+        fig = tune_front(
+            self.table,
+            self.spec.axes.savings,
+            self.spec.axes.fidelity,
+            self.recommended,
+            cost=self.spec.axes.cost,
+            reference=self.reference,
+        )
         plt.close(fig)  # detached: a notebook shows it once, as the cell's value
         return fig
 
