@@ -71,8 +71,9 @@ def _read_every_table(store: Path) -> dict[str, pd.DataFrame]:
 
 
 def test_every_table_reads_as_one_dataset_after_resume_kill_and_rerun(tmp_path):
-    """Before: part files had inferred types (events ``summary`` null in one part, string in the next;
-    ``naive_start`` null vs int64), so ``pd.read_parquet(store / "events")`` failed after a clean sweep."""
+    """Part files carry the table's schema, not types inferred per part (events ``summary`` null in one part,
+    string in the next; ``naive_start`` null vs int64), so ``pd.read_parquet(store / "events")`` reads the
+    store after a clean sweep."""
     spec = write_spec(tmp_path, TYPES)
     store = tmp_path / "store"
     first = load_spec(spec)
@@ -165,7 +166,7 @@ def test_every_column_a_replay_emits_is_in_the_store_schema():
 
 
 def test_zero_byte_and_truncated_parts_are_skipped_reported_and_recomputed(tmp_path):
-    """Before: one zero-byte or truncated part made every read, and so every re-run, fail."""
+    """One zero-byte or truncated part does not make every read, and so every re-run, fail."""
     spec = write_spec(tmp_path, TYPES)
     store = tmp_path / "store"
     first = run_sweep(spec, store=store, executor="inline", progress=False, batch_size=2)
@@ -195,8 +196,8 @@ def test_zero_byte_and_truncated_parts_are_skipped_reported_and_recomputed(tmp_p
 
 
 def test_online_api_errors_pickle():
-    """Before: ``OnlineAPIError`` took keyword-only arguments, so unpickling it in the driver raised
-    TypeError and the process pool broke (BrokenProcessPool) instead of reporting the error."""
+    """``OnlineAPIError`` survives pickling, so a worker's error reaches the driver as itself; keyword-only
+    arguments would make unpickling raise TypeError and break the process pool (BrokenProcessPool)."""
     import pickle
 
     from workbench.online.client import OnlineAPIError
@@ -237,8 +238,8 @@ def failing_api(monkeypatch):
 
 
 def test_an_online_failure_in_a_worker_fails_that_cell_and_stores_the_rest(tmp_path, failing_api, monkeypatch):
-    """Before: the worker's OnlineAPIError could not be unpickled (BrokenProcessPool): the real cause was
-    hidden and the session's other finished cells were dropped."""
+    """A worker's OnlineAPIError reaches the driver with its real cause, and the session's other finished
+    cells are kept."""
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
     spec = write_spec(tmp_path, ONLINE)
     with pytest.warns(SweepFailureWarning, match="cells failed"):
@@ -275,7 +276,7 @@ MANY = sm_grid("many")
 
 
 def test_two_concurrent_sweeps_compute_every_cell_once(tmp_path):
-    """Before: two sweeps on one store each computed everything (324 rows for 180 cells)."""
+    """Two sweeps on one store share the work: each cell is computed once."""
     spec = write_spec(tmp_path, MANY)
     store = tmp_path / "store"
     args = ("sweep", str(spec), "--store", str(store), "--workers", "1", "--batch-size", "2", "--json")
@@ -351,7 +352,7 @@ def test_claims_of_a_killed_sweep_are_stale(tmp_path):
 
 
 def test_copies_of_a_session_are_separate_sessions_in_a_sweep(tmp_path):
-    """Before: two files with one sessionId were one cell (identical copies: "silently keeps one")."""
+    """Two files with one sessionId are two cells, never one (identical copies are not silently merged)."""
     corpus = tmp_path / "corpus"
     (corpus / "copy").mkdir(parents=True)
     source = DATA / "short-bugfix-d95bafc8.jsonl"
@@ -406,7 +407,7 @@ strategies:
 
 
 def test_a_huge_grid_is_refused_at_once_with_its_count(tmp_path):
-    """Before: a 30^5 grid planned for hours without output."""
+    """A 30^5 grid is refused at once with its size, not planned for hours without output."""
     values = ", ".join(str(40 + i) for i in range(30))
     path = write_spec(tmp_path, HUGE.replace("RANGE", values))
     started = time.perf_counter()
@@ -432,7 +433,7 @@ def test_a_huge_grid_is_refused_at_once_with_its_count(tmp_path):
     ],
 )
 def test_usage_errors_exit_2(tmp_path, change, expect):
-    """Before: ``format: nope`` and an empty corpus folder exited 0 with 0 cells."""
+    """``format: nope`` and an empty corpus folder are errors, never an exit 0 with 0 cells."""
     (tmp_path / "empty").mkdir()
     spec = write_spec(tmp_path, change(TYPES, tmp_path))
     out = _run_cli("sweep", str(spec), "--store", str(tmp_path / "s"), timeout=60)

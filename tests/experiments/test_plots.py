@@ -37,7 +37,7 @@ def test_every_plot_returns_a_figure(tmp_path):
 
 
 def test_legends_name_configs_by_label_not_by_hash(tmp_path):
-    """Issue #18: legends read "full-compa:ef423e6f20"; now the strategy plus its non-default parameters."""
+    """Legends name the strategy plus its non-default parameters, never a truncated config hash."""
     result = run_sweep(write_spec(tmp_path, TINY), store=tmp_path / "s", executor="inline", progress=False)
     store = ResultStore(result.store)
     cells = store.cells()
@@ -55,7 +55,7 @@ def test_legends_name_configs_by_label_not_by_hash(tmp_path):
 
 
 def test_plots_draw_the_intervals():
-    """Issue #14: where the frame has ``<metric>_ci_low``/``_ci_high``, the points carry error bars."""
+    """Where the frame has ``<metric>_ci_low``/``_ci_high``, the points carry error bars."""
     configs = pd.DataFrame(
         {
             "strategy": ["a", "b"],

@@ -191,7 +191,7 @@ def test_spec_points_are_unique_cells(tmp_path):
 
 
 def test_report_intervals_and_paired_differences(tmp_path):
-    """Issue #14: the sweep report gives 95% intervals over sessions, the expected recovery and total cost,
+    """The sweep report gives 95% intervals over sessions, the expected recovery and total cost,
     and paired differences against `none`; plots draw the intervals."""
     from workbench.experiments.report import write_report
     from workbench.experiments.run import plan_sweep

@@ -8,9 +8,9 @@ lone surrogates, lists, objects. Whatever it produces, the loader must return se
 no loaded text may hold a lone surrogate, and export and the rough estimator must not fail. A
 deterministic pass also swaps every single field of every seed to every JSON type (and deletes it),
 which reliably finds the one-field bugs the random search may miss in a given run.
-(Issue #13 item 6: Gemini ``parts: 5`` and SWE-agent ``tool_calls: true`` raised TypeError; the
-exhaustive pass fails on the old Gemini, SWE-agent and Codex loaders, at ``candidates``, ``tool_calls``
-and ``reasoning.summary``.)
+(Gemini ``parts: 5`` and SWE-agent ``tool_calls: true`` must not raise TypeError; the exhaustive pass
+reaches ``candidates``, ``tool_calls`` and ``reasoning.summary`` of the Gemini, SWE-agent and Codex
+loaders.)
 """
 
 from __future__ import annotations

@@ -170,8 +170,8 @@ def test_recorded_strategy_matches_reference(claude_sessions):
 
 
 def test_presence_does_not_penalise_form():
-    """Issue #14: a paraphrasing summary names a file by its basename or an identifier in another case
-    or separator style; the strict rule (key among the text's atoms) missed both."""
+    """A paraphrasing summary names a file by its basename or an identifier in another case or separator
+    style; both count as kept (a strict rule, key among the text's atoms, would miss both)."""
     from workbench.metrics.facts import Fact, FactIndex
 
     path = Fact("path", "app/parser.py", "src/app/parser.py", frozenset())

@@ -1,9 +1,9 @@
-"""Issue #17 item 1: ``workbench recovery`` and ``workbench report`` hold one session group at a time.
+"""``workbench recovery`` and ``workbench report`` hold one session group at a time.
 
 The loader is wrapped so every session it returns is weakly tracked (`LiveSessions`); whenever a file is
 about to be read, the sessions still alive must all belong to that file's own group (a main session and
-its sub-agents). Before, both commands listed every session of their inputs first, so at the second
-group's file the first group was still alive. The corpus is synthetic (`workbench.synthetic`): four
+its sub-agents): listing every session of the inputs first would keep the first group alive at the
+second group's file. The corpus is synthetic (`workbench.synthetic`): four
 groups, two recorded compactions, a compaction agent (``agent-acompact-*``) in the flat layout whose file
 sorts before its main session's, so the groups do not come in `load_paths` order.
 """

@@ -61,7 +61,7 @@ def test_report_without_sessions(tmp_path, main_sessions):
 
 @pytest.mark.corpus
 def test_report_recovery_cost_and_intervals(tmp_path, corpus, main_sessions):
-    """Issue #14 acceptance: the four strategies' report carries expected recovery, total cost, the CI
+    """The four strategies' report carries expected recovery, total cost, the CI
     fields and paired differences; `recorded` carries the measured recovery as its reference; few
     sessions are said so."""
     sessions = [s for s in main_sessions if len(s.records) > 1000]
@@ -93,7 +93,7 @@ def test_report_recovery_cost_and_intervals(tmp_path, corpus, main_sessions):
 
 @pytest.mark.corpus
 def test_recovery_is_null_for_a_format_without_tool_calls(tmp_path, corpus):
-    """Issue #14: an Aider chat history records no tool calls: expected recovery is null, never 0."""
+    """An Aider chat history records no tool calls: expected recovery is null, never 0."""
     from workbench.transcript import load_paths
 
     path = corpus / "aider" / "aider.chat.history.md"

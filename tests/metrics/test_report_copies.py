@@ -1,6 +1,6 @@
 """One session id in several files (copies of a folder, a resumed session): reported separately, never
-merged. Before: the report summed their steps into one session (1 + 4 steps shown as
-5, cost off) and crashed at ten copies ("cannot handle a non-unique multi-index")."""
+merged: summing their steps into one session would show 1 + 4 steps as 5 with the cost off, and ten
+copies would crash on a non-unique multi-index."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_why_the_reference_cut_lands_inside_the_running_tool_loop(compacted_sess
 
 
 def test_sm_compact_is_valid_on_the_whole_corpus(main_sessions) -> None:
-    """Issue #4 acceptance: with ``sm-compact`` (reference + our thinking-aware cut), zero violations."""
+    """With ``sm-compact`` (reference + our thinking-aware cut), zero violations."""
     results = [replay_session(s, create("sm-compact")) for s in main_sessions]
     assert sum(len(r.events) for r in results) == 3
     assert sum(e["violations"] for r in results for e in r.events) == 0

@@ -1,5 +1,5 @@
-"""The token cache never fails a count. Before: "database or disk is full" from the
-SQLite cache aborted the replay."""
+"""The token cache never fails a count: "database or disk is full" from the SQLite cache does not abort
+the replay."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue #13 items 2, 3, 6 and 8: files that were silently dropped, mislabelled, crashed ingest or hung it.
+"""Files that could be silently dropped, mislabelled, crash ingest or hang it.
 
 Each case ends with a one-line error naming the file (or a skip naming file and line), the other files
 of the folder still read, exit 0 when anything was read.
@@ -205,7 +205,7 @@ def _run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        timeout=60,  # the FIFO used to block forever, /dev/zero to grow without bound
+        timeout=60,  # a FIFO could block forever, /dev/zero grow without bound
         env={**os.environ, **(env or {})},
     )
 
@@ -276,7 +276,7 @@ def test_reading_a_huge_line_keeps_memory_bounded(tmp_path: Path) -> None:
 
 def test_ingest_of_a_huge_line_keeps_memory_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole ``ingest`` path (load, checks, round-trip report), not only the reader: the round-trip
-    check used to read the whole source back (a 2 GB line: 2 GB resident)."""
+    check must not read the whole source back (a 2 GB line would be 2 GB resident)."""
     from workbench.cli import ingest_report
 
     path = tmp_path / "zeros.jsonl"

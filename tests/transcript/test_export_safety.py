@@ -1,4 +1,4 @@
-"""Issue #13 items 1, 5 (export half) and 11: export loses nothing, overwrites nothing, never leaves half a file."""
+"""Export loses nothing, overwrites nothing, never leaves half a file."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def _export(*args: str) -> tuple[int, dict, str]:
 
 
 def test_every_session_of_a_multi_session_file_is_exported(tmp_path: Path) -> None:
-    """An Aider history holds one session per run: all three used to go to one path (the last won), then to
-    three JSONL files no loader reads. Now the history is written once, as itself, and reads back whole."""
+    """An Aider history holds one session per run: it is written once, as itself, and reads back whole
+    (never three sessions to one path, the last winning, nor three JSONL files no loader reads)."""
     source = tmp_path / "in" / ".aider.chat.history.md"
     source.parent.mkdir()
     source.write_text(AIDER)

@@ -1,4 +1,4 @@
-"""Issue #13 items 4, 5 and 16: one bad record, session or run folder must not take the run down.
+"""One bad record, session or run folder must not take the run down.
 
 * usage of NaN / 1e999 / 10**30 crashed ``replay`` (every strategy), ``invariants`` and ``tokens`` for the
   whole folder: it is now a warning at load and the value counts as missing;

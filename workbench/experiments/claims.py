@@ -1,11 +1,11 @@
 """Who is writing a result store, and which cells each writer is computing: lock and claim files.
 
-Two sweeps on one store used to compute everything twice (324 rows for 180 cells).
-Now every writer of a store is a *claimant* with a claim file ``_claims/<owner>.json`` that it holds
-an exclusive ``flock`` on for as long as it lives; the file lists the cell ids it took. The kernel drops
-the lock when the process ends in any way (also SIGKILL), so "the file is locked" is exactly "its writer
-is alive", with no pid or clock guessing. Claim files are read and changed only under the store lock
-(``_claims/.lock``, held for milliseconds), so a sweep sees a consistent picture:
+So that two sweeps on one store never compute a cell twice, every writer of a store is a *claimant* with a
+claim file ``_claims/<owner>.json`` that it holds an exclusive ``flock`` on for as long as it lives; the file
+lists the cell ids it took. The kernel drops the lock when the process ends in any way (also SIGKILL), so "the
+file is locked" is exactly "its writer is alive", with no pid or clock guessing. Claim files are read and
+changed only under the store lock (``_claims/.lock``, held for milliseconds), so a sweep sees a consistent
+picture:
 
 * a sweep takes the missing cells no live claimant has taken, and computes only those;
 * when it is done it waits for the cells live claimants still hold (they are being computed), and

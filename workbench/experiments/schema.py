@@ -2,9 +2,9 @@
 
 Every part file of a table is written with exactly its schema (`to_table`), so the folder of a table is
 one dataset: ``pandas.read_parquet(store / "events")`` and ``pyarrow.dataset.dataset(store / "steps")``
-read every table of any store, also one resumed after a kill. Before, each part's
-types were inferred from its own rows: a batch whose events all lacked a ``summary`` wrote a ``null``
-column, the next one ``string``, and the folder could not be read as one dataset.
+read every table of any store, also one resumed after a kill. Types inferred from each part's own rows
+would not do: a batch whose events all lack a ``summary`` would write a ``null`` column, the next one
+``string``, and the folder could not be read as one dataset.
 
 Rules:
 

@@ -7,9 +7,9 @@ API invariant; they only change how much of an old output the model still sees.
 The truncation variant checks before every call once the context is past its threshold, so a replay keeps an
 index (`TruncState`): a context that extends the one it last returned or saw is read from where it grew, and
 only the results that became old since, or arrived since, are looked at (`rewrite_at`). Its decisions are
-`truncate_old_outputs`' over the whole context (``tests/strategies/test_masking_incremental.py``); before,
-a 1,000-call session's replay walked the whole context at every call past the threshold (0.03 s at 250 calls,
-2.9 s at 1,000).
+`truncate_old_outputs`' over the whole context (``tests/strategies/test_masking_incremental.py``); a
+replay that walked the whole context at every call past the threshold would grow with the square of the
+session's length (0.03 s at 250 calls, 2.9 s at 1,000).
 """
 
 from __future__ import annotations

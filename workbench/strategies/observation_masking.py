@@ -20,8 +20,8 @@ state indexes the context it last returned or saw, so a call whose context exten
 records added since, and rewrites only the records holding the newly masked results (`rewrite_at`, reported
 as ``changed_at``). Anything else (another context, a streamed record extending a call already counted)
 rebuilds the index from the whole context: the same decisions, checked against the whole walk on every real
-session (``tests/strategies/test_masking_incremental.py``). Before, a masking replay of a 1,000-call session
-walked the whole context three times at every call.
+session (``tests/strategies/test_masking_incremental.py``). A replay that walked the whole context at every call
+would be quadratic in the session's length.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ counts one row (below). ``stats`` counts hits and misses so callers (and tests) 
 The cache only saves time, so it never fails a count: when SQLite cannot open, read or write the file
 ("database or disk is full", a read-only or corrupt file, a lock that never clears), the estimator
 warns once per cache file and process (`CacheDegradedWarning`, naming the file and the error) and
-counts without the cache from then on; counts are identical, only slower (the
-error used to abort the replay).
+counts without the cache from then on; counts are identical, only slower (the error never aborts the
+replay).
 
 **A second level, per sequence**. A warm replay asks for a whole session's counts at once
 (``replay/engine.py``: every record, per estimator), and one indexed read per record cost ~6 µs, ~0.43 s
