@@ -130,6 +130,10 @@ class Strategy:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: What the strategy models: the repository (or document), file and version or commit its constants
+    #: come from, e.g. ``openai/codex codex-rs/core/src/compact.rs @ rust-v0.58.0``. A strategy of the
+    #: workbench's own design says so (``workbench (own design): ...``).
+    source: ClassVar[str] = ""
     unsafe: ClassVar[bool] = False
     #: Which compaction kinds this strategy can emit; the replay engine keeps its records intact.
     strips_recorded: ClassVar[bool] = True

@@ -188,12 +188,14 @@ def strategy_origin(name: str) -> str:
 
 
 def describe_strategies() -> list[dict[str, Any]]:
-    """One row per registered strategy, by name: ``name``, ``description``, ``unsafe``, ``origin`` and its
-    config's ``defaults`` (what ``workbench strategies`` and ``wb.strategies()`` list)."""
+    """One row per registered strategy, by name: ``name``, ``description``, ``source`` (what it models),
+    ``unsafe``, ``origin`` and its config's ``defaults`` (what ``workbench strategies`` and
+    ``wb.strategies()`` list)."""
     return [
         {
             "name": name,
             "description": cls.description,
+            "source": cls.source,
             "unsafe": cls.unsafe,
             "origin": strategy_origin(name),
             "defaults": cls.Config().model_dump(mode="json"),
