@@ -269,9 +269,9 @@ def check(paths: list[Path], strategy: list[str] | None = None, as_json: bool = 
         )
     ]
     for name, n in sorted(totals["sessions_with_added_violations"].items()):
-        human.append(f"  {name}{' (unsafe)' if name in unsafe else ''} adds rejected requests in {n} sessions")
+        human.append(f"  {name}{' (unsafe)' if name in unsafe else ''} adds rejected requests in {n} session{'s' if n != 1 else ''}")
     for name, n in sorted(totals["sessions_with_loops"].items()):
-        human.append(f"  {name} loops (more than 3 ineffective compactions in a row) in {n} sessions")
+        human.append(f"  {name} loops (more than 3 ineffective compactions in a row) in {n} session{'s' if n != 1 else ''}")
     for row in rows:
         if row.problems:
             human.append(f"{row.file or row.session_id}: {'; '.join(row.problems)}")
