@@ -44,6 +44,7 @@ def list_strategies(as_json: bool = False) -> None:
     human = "\n".join(
         f"{r['name']:<24}{' (unsafe)' if r['unsafe'] else '':<10}{r['description']}"
         + ("" if r["origin"] == "builtin" else f" [{r['origin']}]")
+        + (f"\n{'':<34}source: {r['source']}" if r["source"] else "")
         for r in rows
     )
     human += "".join(f"\nerror: strategy {e['name']} ({e['entry_point']}): {e['error']}" for e in errors)

@@ -85,6 +85,7 @@ class Aider(Strategy):
     description = (
         "Aider ChatSummary: summarise done messages above max(1k, min(window/16, 8k)) tokens, recursive split."
     )
+    source = "Aider-AI/aider aider/history.py, aider/models.py @ 5dc9490b"
     Config = AiderConfig
 
     def new_state(self) -> AiderState:

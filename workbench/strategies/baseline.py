@@ -15,6 +15,7 @@ __all__ = ["NoCompaction", "Recorded"]
 class NoCompaction(Strategy):
     name = "none"
     description = "Never compact; the context grows with the recording (recorded compactions stripped)."
+    source = "workbench (own design): the recording with its compactions removed, never compacting"
     Config = StrategyConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
@@ -25,6 +26,7 @@ class NoCompaction(Strategy):
 class Recorded(Strategy):
     name = "recorded"
     description = "Reproduce the recording as is, including Claude Code's own compactions and summaries."
+    source = "the recording itself (Claude Code's own compactions and summaries as written)"
     strips_recorded = False
     Config = StrategyConfig
 

@@ -159,6 +159,11 @@ class ClaudeCode(Strategy):
     loop without thinking). ``--set sm.thinking_aware=true`` adds our fix."""
 
     name = "claude-code"
+    source = (
+        "Claude Code v2.1.88 source (docs §1–§5: tool-result budget, microcompact, session memory, auto-"
+        "compact) with each recorded version's constants from anthropics/claude-code CHANGELOG.md to 2.1.240 "
+        "(workbench/strategies/versions.py)"
+    )
     unsafe = True
     description = (
         "Claude Code as the recorded version ran it: tool-result budget, microcompact, then auto-compact "

@@ -213,6 +213,10 @@ class FullCompact(Strategy):
         "Claude Code full compaction at the auto-compact threshold of the recorded version: 9-section summary, "
         "nothing kept (summarizer=recorded replays Claude's own summaries)."
     )
+    source = (
+        "Claude Code v2.1.88 source src/services/compact/compact.ts, prompt.ts (docs §5); trigger per version"
+        " from workbench/strategies/versions.py (anthropics/claude-code CHANGELOG.md to 2.1.240)"
+    )
     Config = FullCompactStrategyConfig
     config: FullCompactStrategyConfig
 

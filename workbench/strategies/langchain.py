@@ -89,6 +89,10 @@ class LangChainTrim(Strategy):
 
     name = "langchain-trim"
     description = "LangChain trim_messages (strategy=last, no start_on): keep the newest messages within 100k tokens."
+    source = (
+        "langchain-ai/langchain libs/core/langchain_core/messages/utils.py trim_messages @ langchain-core 1.x"
+        " signature (reference docs; commit not pinned)"
+    )
     unsafe = True
     Config = TrimConfig
 
@@ -176,6 +180,10 @@ class LangChainSummarization(Strategy):
 
     name = "langchain-summarization"
     description = "LangChain SummarizationMiddleware (trigger None by default = off; keep the last 20 messages)."
+    source = (
+        "langchain-ai/langchain libs/langchain_v1/langchain/agents/middleware/summarization.py "
+        "SummarizationMiddleware @ langchain 1.x API (reference docs; early v1 read at d1382304)"
+    )
     Config = SummarizationConfig
 
     def _reached(self, size: ContextSize, view: ContextView, count: int) -> bool:

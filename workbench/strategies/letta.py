@@ -64,6 +64,10 @@ class Letta(Strategy):
     description = (
         "Letta sliding window: above 90% of the window summarise the oldest messages down to < 70% (×1.3 margin)."
     )
+    source = (
+        "letta-ai/letta letta/services/summarizer/summarizer_sliding_window.py, summarizer_config.py, "
+        "letta/constants.py @ 56ba9c25"
+    )
     Config = LettaConfig
 
     def post_tokens(self, view: ContextView, start: int) -> float:

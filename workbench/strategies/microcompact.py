@@ -269,6 +269,9 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, 
 class Microcompact(Strategy):
     name = "microcompact"
     description = "Claude Code time-based microcompact: after a 60-min gap clear all but the last 5 tool results."
+    source = (
+        "Claude Code v2.1.88 source src/services/compact/microCompact.ts, timeBasedMCConfig.ts (docs §3.3)"
+    )
     Config = TimeBasedConfig
     config: TimeBasedConfig
 
@@ -280,6 +283,10 @@ class Microcompact(Strategy):
 class MicrocompactTruncate(Strategy):
     name = "microcompact-truncate"
     description = "The article's microcompact: at 60% of the window cut old tool outputs to 2,000 chars."
+    source = (
+        "the source article's microcompact variant (docs/peers.md, Implications): workbench's reading, no "
+        "upstream code"
+    )
     Config = TruncateConfig
     config: TruncateConfig
 

@@ -137,6 +137,10 @@ class ObservationMasking(Strategy):
 
     name = "observation-masking"
     description = "Keep tool outputs of the last 10 turns (one turn = one API call + its results); mask older ones."
+    source = (
+        "JetBrains-Research/the-complexity-trap (arXiv 2508.21433 v3, M=10 turns) as SWE-agent "
+        "sweagent/agent/history_processors.py LastNObservations implements it (commit not pinned)"
+    )
     Config = ObservationMaskingConfig
 
     def new_state(self) -> MaskState:

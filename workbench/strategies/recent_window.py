@@ -304,6 +304,9 @@ class RecentWindow(Strategy):
 
     name = "recent-window"
     description = "Keep the newest records within 50% of the window once at 80%; cut only at API-safe points."
+    source = (
+        "workbench (own design): the recent-window baseline with API-safe cuts (docs/peers.md, Implications)"
+    )
     Config = RecentWindowConfig
 
     def new_state(self) -> RefillGuard:

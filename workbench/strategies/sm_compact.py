@@ -271,6 +271,10 @@ class SMCompact(Strategy):
         "Claude Code session-memory compaction: memory note + recent window, API-invariant adjusted, plus our "
         "thinking-aware cut (thinking_aware=false gives v2.1.88 exactly: sm-compact-reference)."
     )
+    source = (
+        "Claude Code v2.1.88 source src/services/compact/sessionMemoryCompact.ts (docs §2), with the "
+        "workbench's thinking-aware cut"
+    )
     Config = SMCompactConfig
     config: SMCompactConfig
     adjust = True
@@ -305,6 +309,9 @@ class SMCompactReference(SMCompact):
     (``final_assistant_missing_thinking``, 16 requests; `tests/replay/test_reality_check.py`)."""
 
     name = "sm-compact-reference"
+    source = (
+        "Claude Code v2.1.88 source src/services/compact/sessionMemoryCompact.ts (docs §2), exactly"
+    )
     unsafe = True
     description = (
         "Session-memory compaction exactly as Claude Code v2.1.88: adjustIndexToPreserveAPIInvariants only "
@@ -317,6 +324,10 @@ class SMCompactReference(SMCompact):
 class SMCompactNaive(SMCompact):
     name = "sm-compact-naive"
     description = "Session-memory compaction without adjustIndexToPreserveAPIInvariants (pre-fix baseline)."
+    source = (
+        "Claude Code v2.1.88 source src/services/compact/sessionMemoryCompact.ts (docs §2) without "
+        "adjustIndexToPreserveAPIInvariants (the behaviour before that fix)"
+    )
     unsafe = True
     adjust = False
 
