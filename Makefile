@@ -4,14 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export WORKBENCH_CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: setup test check bench bench-scale clean demo mutation
+.PHONY: setup test check bench bench-scale clean demo mutation docs
 
 setup: $(BIN)/workbench
 
 $(BIN)/workbench: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,browser]'
+	$(BIN)/pip install --quiet -e '.[dev,browser,docs]'
 	$(BIN)/python -c "from workbench.tokens.bpe import seed_tiktoken_cache; print('tiktoken BPE cache:', seed_tiktoken_cache())"
 	bash scripts/fetch_widget_js.sh
 	@touch $@
@@ -22,6 +22,7 @@ test: setup
 check: setup
 	$(BIN)/ruff check workbench tests
 	$(BIN)/mypy
+	$(BIN)/python scripts/check_process_talk.py
 
 bench: setup
 	$(BIN)/python benchmarks/bench_tokens.py
@@ -47,4 +48,8 @@ demo: setup
 	$(BIN)/workbench demo --out results/demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build site *.egg-info
+
+# The documentation site into site/ (strict: a broken link or a page missing from the nav fails).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site

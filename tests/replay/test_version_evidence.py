@@ -2,7 +2,7 @@
 with, and whether the replay reproduces it (`workbench.replay.reproduction`, ``workbench reproduce``).
 
 The expected rows are written out, so a change of the table that loses a reproduced compaction fails here,
-and the README's table is the renderer's output over the same corpus."""
+and the docs' table (docs/replay.md) is the renderer's output over the same corpus."""
 
 from __future__ import annotations
 
@@ -71,10 +71,10 @@ def test_the_summary_counts_per_row(rows) -> None:
     }
 
 
-def test_the_readme_shows_this_evidence(rows) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_show_this_evidence(rows) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "replay.md").read_text()
     for line in markdown_table(sorted(rows, key=lambda r: (r.recorded.file or "", r.recorded.step))):
-        assert line in readme, line
+        assert line in page, line
 
 
 def test_the_command_reports_the_same(corpus, capsys) -> None:
