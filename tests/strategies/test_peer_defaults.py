@@ -13,6 +13,7 @@ from synthetic import make_session
 from workbench.replay.validation import check_request
 from workbench.strategies import create
 from workbench.strategies.aider import PREFIX as AIDER_PREFIX
+from workbench.strategies.codex import approx_token_count, truncate_text
 from workbench.strategies.langchain import SUMMARY_PREFIX, lc_messages
 from workbench.strategies.opencode import PRUNE_CLEARED
 from workbench.strategies.recent_window import is_prompt, step_starts
@@ -81,9 +82,8 @@ def test_codex_keeps_newest_user_messages_within_20k() -> None:
     result = run("codex", recs, tokens=180_000)
     users, summary = result.records[:-1], result.records[-1]
     assert [r.uuid for r in users] == ["u0", "u1", "u2"]
-    rough = view_of(recs).rough
-    small = sum(rough[i] for i, r in enumerate(recs) if r.uuid in ("u1", "u2"))
-    assert len(users[0].text.split("\n…[")[0]) == (20_000 - small) * 4  # the oldest one truncated to what is left
+    small = sum(approx_token_count(r.text) for r in recs if r.uuid in ("u1", "u2"))
+    assert users[0].text == truncate_text(big, 20_000 - small)  # the oldest one truncated to what is left
     assert summary.text.startswith("Another language model started") and valid(result)
     assert create("codex", {"auto_compact_token_limit": 190_000}).config.limit == 180_000
 

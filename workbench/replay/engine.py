@@ -182,7 +182,13 @@ def _recorded_compactions(
     summaries: dict[int, Record] = {}
     pending: Record | None = None
     for record in original:
-        if record.is_compact_boundary:
+        if record.is_compact_boundary and record.is_compact_summary:  # Codex `compacted`: both in one record
+            from ..transcript.codex import compaction_summary
+
+            if (summary := compaction_summary(record)) is not None:
+                summaries[id(record)] = summary
+            pending = None
+        elif record.is_compact_boundary:
             pending = record
         elif record.is_compact_summary and pending is not None:
             summaries[id(pending)] = record

@@ -59,6 +59,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "sm-compact-naive": "sm_compact",
     "claude-code": "claude_code",
     "codex": "codex",
+    "codex-remote": "codex_remote",
     "clear-tool-uses": "context_editing",
     "clear-thinking": "context_editing",
     "server-compact": "context_editing",

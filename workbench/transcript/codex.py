@@ -16,8 +16,19 @@ parsed line, ``line`` = its exact text, ``timestamp`` = the line's):
   ``{"input": text}``; a local shell call's ``action`` is its input); ``web_search_call`` → a
   ``server_tool_use`` block.
 * ``function_call_output`` / ``custom_tool_call_output`` → ``user`` with a ``tool_result``.
-* ``compacted`` → kind ``system``, ``subtype`` ``compact_boundary``, ``is_compact_summary``, the summary
-  as text. ``session_meta``, ``turn_context`` (its ``model`` is applied to following assistant records),
+* ``compacted`` (``RolloutItem::Compacted``: ``message``, the summary text of a local compaction, empty
+  for a remote one; ``replacement_history``, the history Codex continued with, from openai/codex
+  ``core/src/compact.rs`` @ e06dd0e5; ``window_id`` from ``compact_remote_v2.rs`` @ 009bd870) → one
+  record that is both the recorded compaction's boundary and its summary: kind ``system``, ``subtype``
+  ``compact_boundary``, ``is_compact_summary``, as text the ``message``, or when it is empty the texts of
+  the ``replacement_history`` messages (an opaque ``compaction`` item as a marker of its size).
+  `compaction_summary` gives the summary as a Claude Code ``isCompactSummary`` user message; Codex records
+  no trigger and no pre-compaction size with it, so ``compact_metadata`` is empty.
+* ``event_msg`` ``context_compacted`` (written beside ``compacted`` by versions that persist legacy
+  events): the same compaction as a ``compacted`` line between the same two API responses; one without
+  such a line is a compaction whose summary was not recorded and becomes a boundary (kind ``system``,
+  ``subtype`` ``compact_boundary``, no content).
+* ``session_meta``, ``turn_context`` (its ``model`` is applied to following assistant records),
   ``event_msg`` and ``state`` lines → metadata kinds of those names (``subtype`` = payload ``type``);
   line or response-item types this loader does not know are kept the same way (no content), not skipped.
 * ``event_msg`` ``token_count``: its ``last_token_usage`` is the usage of the API call just made; it is
@@ -50,7 +61,7 @@ from .jsonio import BadInput, decode_json_line
 from .model import Block, Record, Session, Skip
 from .registry import register
 
-__all__ = ["CodexRolloutLoader", "record_from_line"]
+__all__ = ["CodexRolloutLoader", "compaction_summary", "record_from_line"]
 
 FORMAT = "codex"
 
@@ -152,7 +163,7 @@ def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str
         has_content = kind != "response_item"
         return Record(kind=kind, role=role, blocks=blocks, has_content=has_content, subtype=subtype, **common)
     if line_type == "compacted":
-        text = _str(payload.get("message")) or ""
+        text = _str(payload.get("message")) or _replacement_text(payload.get("replacement_history"))
         return Record(
             kind="system",
             subtype="compact_boundary",
@@ -165,6 +176,57 @@ def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str
     if isinstance(line_type, str) and line_type:  # event_msg, turn_context, session_meta, newer types
         return Record(kind=line_type, subtype=_str(payload.get("type")), **common)
     raise _LineError("rollout line without a 'type' string")
+
+
+def _replacement_text(items: Any) -> str:
+    """The texts of a ``replacement_history``'s messages, an opaque compaction item as a marker."""
+    parts = []
+    for item in _list(items):
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "message":
+            parts.append("\n".join(b.text for b in _parts(item.get("content")) if b.kind == "text"))
+        elif item.get("type") in ("compaction", "compaction_summary"):
+            parts.append(f"[compaction: {len(_str(item.get('encrypted_content')) or '')} characters encrypted]")
+    return "\n\n".join(p for p in parts if p)
+
+
+def compaction_summary(record: Record) -> Record | None:
+    """The summary of a recorded Codex compaction (a ``compacted`` record: boundary and summary in one) as
+    Claude Code records one: a string-content user message with ``is_compact_summary``, uuid
+    ``<boundary uuid>:summary``. None for any other record, or when the compaction recorded no text."""
+    if not (record.is_compact_boundary and record.is_compact_summary and record.text):
+        return None
+    return Record(
+        kind="user",
+        role="user",
+        uuid=f"{record.uuid}:summary",
+        session_id=record.session_id,
+        timestamp=record.timestamp,
+        blocks=(Block.text_block(record.text),),
+        string_content=True,
+        has_content=True,
+        is_compact_summary=True,
+        raw={"type": "user", "message": {"role": "user", "content": record.text}, "isCompactSummary": True},
+        source=record.source,
+        line_no=record.line_no,
+        modified=True,
+    )
+
+
+def _lone_compaction_events(records: list[Record]) -> list[Record]:
+    """``context_compacted`` events with no ``compacted`` record between the same two assistant records
+    become boundaries (module docstring)."""
+    out = list(records)
+    gap_start = 0
+    for end in [*(i for i, r in enumerate(records) if r.kind == "assistant"), len(records)]:
+        gap = range(gap_start, end)
+        if not any(records[i].is_compact_boundary for i in gap):
+            for i in gap:
+                if records[i].kind == "event_msg" and records[i].subtype == "context_compacted":
+                    out[i] = replace(records[i], kind="system", subtype="compact_boundary")
+        gap_start = end + 1
+    return out
 
 
 def _usage(info: Any) -> dict[str, int] | None:
@@ -230,6 +292,7 @@ class CodexRolloutLoader:
                 if usage and target is not None and records[target].usage is None:
                     records[target] = replace(records[target], usage=usage)
             records.append(record)
+        records = _lone_compaction_events(records)
         caps = {"timestamps"} if any(r.timestamp for r in records) else set()
         caps |= {"usage"} if any(r.usage for r in records) else set()
         caps |= {"thinking"} if any(b.kind == "thinking" for r in records for b in r.blocks) else set()
