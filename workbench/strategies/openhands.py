@@ -119,6 +119,10 @@ class OpenHandsRecent(_Condenser):
     ``max_events − keep_first``; config defaults keep_first 1, max_events **100** (ctor 10)."""
 
     name = "openhands-recent"
+    source = (
+        "OpenHands/OpenHands openhands/memory/condenser/impl/recent_events_condenser.py @ 76483ad8; "
+        "config defaults openhands/core/config/condenser_config.py @ d074f47c"
+    )
     description = "OpenHands V0: every step keep the first event and the last 99 (of max 100 events)."
     Config = RecentConfig
 
@@ -150,6 +154,10 @@ class OpenHandsAmortized(_Condenser):
     head + tail down to ``max_size // 2`` in total; config defaults max_size 100, keep_first **1** (ctor 0)."""
 
     name = "openhands-amortized"
+    source = (
+        "OpenHands/OpenHands openhands/memory/condenser/impl/amortized_forgetting_condenser.py @ 76483ad8; "
+        "config defaults openhands/core/config/condenser_config.py @ d074f47c"
+    )
     description = "OpenHands V0: above 100 events forget the middle, keeping the first event + tail to 50."
     Config = AmortizedConfig
 
@@ -221,6 +229,10 @@ class OpenHandsLLM(_Condenser):
     event is clipped to ``max_event_length`` chars for the summariser (offline here, not an LLM)."""
 
     name = "openhands-llm"
+    source = (
+        "OpenHands/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py @ 76483ad8; "
+        "config defaults openhands/core/config/condenser_config.py @ d074f47c"
+    )
     description = "OpenHands V0 LLM summarizing condenser: >100 events → first event + summary + last 48."
     Config = LLMSummarizingConfig
 
@@ -307,6 +319,7 @@ class OpenHandsPipeline(Strategy):
     """
 
     name = "openhands-pipeline"
+    source = "OpenHands/OpenHands openhands/memory/condenser/impl/pipeline.py @ 76483ad8"
     description = "OpenHands condenser pipeline: stages in order, stop at the first that forgets (default: none)."
     Config = PipelineConfig
 

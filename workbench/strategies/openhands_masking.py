@@ -108,6 +108,10 @@ class OpenHandsObservationMasking(Strategy):
     """V0 ``ObservationMaskingCondenser`` (§1.1): config default attention_window **100** (ctor 5)."""
 
     name = "openhands-observation-masking"
+    source = (
+        "OpenHands/OpenHands openhands/memory/condenser/impl/observation_masking_condenser.py @ 76483ad8; "
+        "config defaults openhands/core/config/condenser_config.py @ d074f47c"
+    )
     description = "OpenHands V0: every step, observations older than the last 100 events become <MASKED>."
 
     class Config(StrategyConfig):

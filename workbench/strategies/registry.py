@@ -71,6 +71,8 @@ _BUILTIN_MODULES: dict[str, str] = {
     "openhands-amortized": "openhands",
     "openhands-llm": "openhands",
     "openhands-pipeline": "openhands",
+    "openhands-sdk": "openhands_sdk",
+    "goose": "goose",
     "letta": "letta",
     "observation-masking": "observation_masking",
     "opencode": "opencode",
