@@ -1,14 +1,39 @@
 """Anthropic API server-side context management (docs/peers.md §1.9), emulated on the client's records.
 
+Sources, as read: the API docs mirrored as Markdown in ``gpambrozio/ClaudeDocs``,
+``docs-md/api/build-with-claude/context-editing.md`` @ ff5b8ed9 (2026-08-22) and
+``compaction-threshold.md`` @ 0b87af04 (platform.claude.com/docs/en/build-with-claude/context-editing,
+/compaction-threshold); the parameter types of ``anthropics/anthropic-sdk-typescript``
+``src/resources/beta/messages/messages.ts`` @ bfa9197f (``BetaCompact20260112Edit``,
+``BetaCompactionIterationUsage``, stop reason ``compaction``).
+
 * ``clear-tool-uses``: context editing ``clear_tool_uses_20250919`` [V]: trigger **100,000 input
   tokens** (or a ``tool_uses`` count), ``keep`` **3 tool uses**, ``clear_at_least`` none,
   ``exclude_tools`` none, ``clear_tool_inputs`` **false**. The oldest tool results are replaced by
-  placeholder text. The placeholder wording is not documented in peers.md [U]; ours is configurable.
-* ``clear-thinking``: ``clear_thinking_20251015`` [V]: with thinking on and no config only the last
-  assistant turn's thinking is kept (``keep: {type: thinking_turns, value: 1}``; ``"all"`` keeps all).
-* ``server-compact``: ``compact_20260112`` [V/S]: trigger **150,000 input tokens** (minimum 50,000);
-  the response starts with a ``compaction`` block and later requests ignore everything before it; custom
-  ``instructions`` replace the summary prompt; ``pause_after_compaction`` false.
+  placeholder text. The placeholder wording is not documented [U]; ours is configurable. The docs say
+  clearing begins once the prompt "exceeds" the trigger; here it fires at the trigger value.
+* ``clear-thinking``: ``clear_thinking_20251015`` [V]: ``keep: {type: thinking_turns, value: N}`` keeps the
+  last N assistant turns' thinking, ``"all"`` keeps all. The default here is the last turn only, the
+  default the docs give for models before Opus 4.5 / Sonnet 4.6 and for Haiku; for Opus 4.5+ and Sonnet
+  4.6+ the docs' default is all turns (``keep: "all"``: no clearing).
+* ``server-compact``: threshold compaction ``compact_20260112`` (beta ``compact-2026-01-12``) [V]:
+  ``trigger`` **150,000 input tokens** (``input_tokens`` is the only trigger type; at least 50,000), the
+  API compacts once the input *reaches* it; ``instructions`` (default null) replaces the default summary
+  prompt completely; ``pause_after_compaction`` **false**. The response starts with a ``compaction``
+  block and the API drops every content block before it on later requests, so the request that reaches
+  the trigger already continues from the summary. The summary is an extra sampling step by the same
+  model: it is billed and rate-limited, reported as a ``compaction`` entry of ``usage.iterations`` (its
+  input: the whole request), and the top-level ``input_tokens``/``output_tokens`` hold only the other
+  iterations (the event's ``details["compaction_usage"]``). With ``pause_after_compaction`` the response
+  holds only the block (``stop_reason: "compaction"``) and the client may re-insert messages after it
+  before continuing: ``keep_messages`` re-inserts the last N API messages (the docs' example keeps 3:
+  the prior exchange and the current user message), moved back to a message that does not start with a
+  tool result whose call would be summarised (the API rejects an orphan result) and, with thinking, to a
+  response that opens the kept tool loop with thinking (`workbench.api.invariants.adjust_for_thinking`).
+  The docs ask to remove thinking from re-inserted turns on Claude Fable 5.1 and Opus 5.5; the replay
+  keeps it, as other models accept it [U: the validator does not model that check]. Not modelled: with
+  server tools the trigger is checked at each sampling iteration, so one request can compact more than
+  once.
 
 Mapping. A **tool use** is one tool_use block and its tool_result (one pair). An **assistant turn** is all
 the responses after one real user message (a user-sense turn, `prompt_indices`): thinking must survive
@@ -31,6 +56,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from ..api.invariants import adjust_for_thinking
 from ..api.normalize import is_sent
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
@@ -42,6 +68,7 @@ from .registry import register
 from .rewrite import extends, in_place
 
 __all__ = [
+    "COMPACT_TRIGGER_MINIMUM",
     "ClearThinking",
     "ClearToolUses",
     "ClearToolUsesConfig",
@@ -49,7 +76,16 @@ __all__ = [
     "ServerCompactConfig",
     "ThinkState",
     "cleared_record",
+    "reinserted_start",
 ]
+
+
+_CONTEXT_EDITING = (
+    "gpambrozio/ClaudeDocs docs-md/api/build-with-claude/context-editing.md @ ff5b8ed9 "
+    "(platform.claude.com/docs/en/build-with-claude/context-editing, beta context-management-2025-06-27)"
+)
+#: ``compact_20260112``: ``trigger.value`` must be at least this many input tokens (compaction-threshold.md).
+COMPACT_TRIGGER_MINIMUM = 50_000
 
 
 class InputTokens(StrategyConfig):
@@ -143,6 +179,7 @@ class ClearToolUses(Strategy):
     description = (
         "Anthropic context editing clear_tool_uses: above 100k input tokens clear all but the last 3 tool results."
     )
+    source = _CONTEXT_EDITING
     Config = ClearToolUsesConfig
 
     def new_state(self) -> ClearState:
@@ -242,6 +279,7 @@ class ClearThinking(Strategy):
 
     name = "clear-thinking"
     description = "Anthropic context editing clear_thinking: keep thinking blocks of the last assistant turn only."
+    source = _CONTEXT_EDITING
     Config = ClearThinkingConfig
 
     def new_state(self) -> ThinkState:
@@ -280,12 +318,47 @@ class ServerCompactConfig(StrategyConfig):
     trigger: InputTokens = InputTokens(value=150_000)
     pause_after_compaction: bool = False
     instructions: str | None = None
+    keep_messages: int = Field(
+        0, ge=0, description="with pause_after_compaction: the last API messages the client re-inserts after the block"
+    )
 
     @model_validator(mode="after")
     def _minimum(self) -> ServerCompactConfig:
-        if self.trigger.value < 50_000:
+        if self.trigger.value < COMPACT_TRIGGER_MINIMUM:
             raise ValueError(f"compact_20260112 trigger must be at least 50,000 input tokens, got {self.trigger.value}")
+        if self.keep_messages and not self.pause_after_compaction:
+            raise ValueError("keep_messages needs pause_after_compaction: only a paused response lets the client add")
         return self
+
+
+def _message_starts(records: Sequence[Record]) -> list[int]:
+    """Where each API message starts: a sent user or assistant record whose role differs from the previous
+    sent one (consecutive records of one role become one message)."""
+    starts: list[int] = []
+    role = None
+    for index, record in enumerate(records):
+        if record.kind not in ("user", "assistant") or not is_sent(record):
+            continue
+        if record.kind != role:
+            starts.append(index)
+            role = record.kind
+    return starts
+
+
+def reinserted_start(records: Sequence[Record], messages: int) -> int:
+    """Where the last ``messages`` API messages of ``records`` start, moved back message by message while
+    the part from there holds a tool result whose call is before it (``len(records)`` for 0)."""
+    starts = _message_starts(records)
+    if messages <= 0 or not starts:
+        return len(records)
+    position = max(0, len(starts) - messages)
+    while position > 0:
+        tail = records[starts[position] :]
+        calls = {b.id for r in tail if r.kind == "assistant" for b in r.tool_uses()}
+        if all(i in calls for r in tail if r.kind == "user" for i in r.tool_result_ids()):
+            break
+        position -= 1
+    return starts[position]
 
 
 @register
@@ -295,6 +368,10 @@ class ServerCompact(Strategy):
 
     name = "server-compact"
     description = "Anthropic server-side compaction: at 150k input tokens replace everything by a compaction block."
+    source = (
+        "gpambrozio/ClaudeDocs docs-md/api/build-with-claude/compaction-threshold.md @ 0b87af04 "
+        "(platform.claude.com/docs/en/build-with-claude/compaction-threshold, beta compact-2026-01-12)"
+    )
     Config = ServerCompactConfig
 
     def new_state(self) -> RefillGuard:
@@ -310,13 +387,28 @@ class ServerCompact(Strategy):
         text = OfflineSummarizer().summarize(records, custom_instructions=self.config.instructions)
         boundary = compact_boundary("auto", view.tokens, records[-1] if records else None, kind="compact_20260112")
         summary = summary_message(text, boundary)
+        start = len(records)
+        if self.config.pause_after_compaction and self.config.keep_messages:
+            thinking = any(b.kind in _THINKING for r in records if r.kind == "assistant" for b in r.blocks)
+            start = reinserted_start(records, self.config.keep_messages)
+            start = adjust_for_thinking(records, start, thinking=thinking)
+        kept = records[start:]
         return Compaction(
             kind=self.name,
             trigger="input_tokens",
-            records=(boundary, summary),
-            dropped=tuple(r.uuid for r in records),
+            records=(boundary, summary, *kept),
+            dropped=tuple(r.uuid for r in records[:start]),
             added=(boundary, summary),
-            start=len(records),
+            start=start,
             summary=text,
-            details={"pause_after_compaction": self.config.pause_after_compaction},
+            details={
+                "pause_after_compaction": self.config.pause_after_compaction,
+                "reinserted_records": len(kept),
+                "compaction_usage": {
+                    "reported_in": "usage.iterations",
+                    "request": "same",
+                    "input_tokens": view.tokens,
+                    "output_tokens": rough_tokens(text),
+                },
+            },
         )
