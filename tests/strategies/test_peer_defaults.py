@@ -108,9 +108,14 @@ def test_gemini_truncates_function_responses_beyond_the_budget() -> None:
         for r in recs
     ]
     context = context_before_last_call(recs)
-    result = run("gemini-cli", context, {"function_response_token_budget": 0}, tokens=100_000)
+    config = {"function_response_token_budget": 0, "truncate_tool_output_chars": 200, "tool_output_masking": False}
+    result = run("gemini-cli", context, config, tokens=100_000)
     outputs = [b.result_text() for r in result.records for b in r.tool_results()]
-    assert outputs and all(len(o.split("\n")) == 31 for o in outputs)
+    # formatTruncatedToolOutput: the first 20% and the last 80% of 200 characters around an omission note
+    assert outputs and all(o.startswith("Output too large. Showing first 40 and last 160 characters.") for o in outputs)
+    assert all(o.endswith(long[-160:]) and f"\n{long[:40]}\n" in o for o in outputs)
+    unchanged = run("gemini-cli", context, {**config, "truncate_tool_output_chars": len(long)}, tokens=100_000)
+    assert unchanged.details["truncated_function_responses"] == 0  # at most the limit: unchanged
 
 
 def test_gemini_json_sizes_are_each_records_and_bounded() -> None:

@@ -38,9 +38,11 @@ CASES: list[tuple[str, dict | None, tuple[int, int, int]]] = [
     ("clear-thinking", None, (2, 1, 0)),
     ("server-compact", None, (1, 1, 1)),
     ("codex", None, (1, 1, 1)),
-    ("gemini-cli", None, (1, 1, 1)),
+    ("gemini-cli", None, (2, 2, 2)),  # one tool output masking, then one compression
+    ("gemini-masking", None, (1, 1, 1)),
     ("opencode", None, (1, 1, 2)),
     ("opencode-prune", None, (1, 0, 0)),
+    ("opencode-retry", None, (1, 1, 1)),
     ("aider", None, (2, 1, 1)),
     ("langchain-trim", None, (11, 12, 15)),
     ("langchain-trim", {"start_on": "human"}, None),

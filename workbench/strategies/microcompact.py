@@ -284,8 +284,8 @@ class MicrocompactTruncate(Strategy):
     name = "microcompact-truncate"
     description = "The article's microcompact: at 60% of the window cut old tool outputs to 2,000 chars."
     source = (
-        "the source article's microcompact variant (docs/peers.md, Implications): workbench's reading, no "
-        "upstream code"
+        "workbench (own design): the source article's truncation variant of microcompact (docs/peers.md, "
+        "Implications), no upstream code"
     )
     Config = TruncateConfig
     config: TruncateConfig

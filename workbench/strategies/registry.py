@@ -67,6 +67,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "background-compact": "api_compaction",
     "sdk-compaction-control": "api_compaction",
     "gemini-cli": "gemini",
+    "gemini-masking": "gemini_masking",
     "langchain-trim": "langchain",
     "langchain-summarization": "langchain",
     "openhands-observation-masking": "openhands_masking",
@@ -80,6 +81,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "observation-masking": "observation_masking",
     "opencode": "opencode",
     "opencode-prune": "opencode",
+    "opencode-retry": "opencode",
     "truncate-oldest": "truncate_oldest",
 }
 _RANK = {name: rank for rank, name in enumerate(_BUILTIN_MODULES)}
