@@ -283,17 +283,30 @@ def reproduce(paths: list[Path], as_json: bool = False, fmt: str | None = None) 
     """Where Claude Code really compacted in these histories, and whether the version table reproduces it:
     one row per recorded compaction (version, model, table row and threshold, preTokens / postTokens, the
     call `full-compact --set summarizer=recorded` compacts before, and `claude-code`'s for the first
-    automatic one), then the hit rate per version range."""
+    automatic one), then the hit rate per version range. Then one row per recorded microcompact
+    (``microcompact_boundary``): the version, whether its table row runs the legacy microcompact, the call
+    ours fires before and ``tokensSaved`` ours against the recorded one."""
     from .isolation import fold_sessions
-    from .replay.reproduction import reproduction, summary_by_row
+    from .replay.reproduction import microcompact_reproduction, reproduction, summary_by_row
 
     stream = _Stream(paths, fmt)
     failures: list[SessionFailure] = []
     rows: list[Any] = []
-    used = fold_sessions(lambda s: rows.extend(reproduction(s)), stream.sessions(), failures, progress="reproduce")
+    micro: list[Any] = []
+
+    def both(session: Session) -> None:
+        rows.extend(reproduction(session))
+        micro.extend(microcompact_reproduction(session))
+
+    used = fold_sessions(both, stream.sessions(), failures, progress="reproduce")
     stream.fail_if_nothing()
     by_row = summary_by_row(rows)
-    data = {"by_row": by_row, "compactions": [r.as_dict() for r in rows], "failed": [f.as_dict() for f in failures]}
+    data = {
+        "by_row": by_row,
+        "compactions": [r.as_dict() for r in rows],
+        "microcompactions": [m.as_dict() for m in micro],
+        "failed": [f.as_dict() for f in failures],
+    }
     human = [f"{len(rows)} recorded compactions in {len({r.recorded.file for r in rows})} files"]
     for row in rows:
         rec = row.recorded
@@ -311,6 +324,19 @@ def reproduce(paths: list[Path], as_json: bool = False, fmt: str | None = None) 
         human.append(
             f"{label}: full-compact {counts['full_compact_hits']}/{counts['auto']} automatic, claude-code "
             f"{counts['claude_code_hits']}/{counts['first_auto']} first"
+        )
+    if micro:
+        human.append(f"{len(micro)} recorded microcompacts")
+    for m in micro:
+        rec = m.recorded
+        ours = "-" if m.step is None else str(m.step)
+        saved = "-" if m.tokens_saved is None else f"{m.tokens_saved:,}"
+        recorded = "-" if rec.tokens_saved is None else f"{rec.tokens_saved:,}"
+        error = "" if m.tokens_saved_error is None else f" ({m.tokens_saved_error:+.1%})"
+        human.append(
+            f"  {rec.file or rec.session_id} call {rec.step} microcompact (v{rec.version}, row {m.row}, legacy "
+            f"microcompact {'on' if m.runs else 'off'}): ours {ours}, tokensSaved ours {saved} vs recorded "
+            f"{recorded}{error}{'' if m.hit else '  MISSED'}"
         )
     _emit(data, as_json, "\n".join(human))
     _finish(failures, len(used))

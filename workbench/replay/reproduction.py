@@ -13,17 +13,23 @@ A compaction is *reproduced* when ours fires before the same API call as the rec
 next (``0 <= delta <= 1`` calls). The rows name the version, the model, the table row and threshold used,
 ``preTokens``, and from 2.1.114 ``postTokens`` beside our size after the compaction.
 
+Every recorded microcompact (a ``microcompact_boundary`` line, 2.1.12–2.1.19) is matched the same way with
+the legacy microcompact of the ``claude-code`` replay (`workbench.strategies.microcompact.legacy_microcompact`):
+the call it fires before and its ``tokensSaved`` against the recorded one, and whether the version table has
+the version run it at all.
+
 Compaction-agent transcripts (``query_source`` ``compact`` / ``session_memory``; 2.1.74–2.1.81 wrote them
 starting with a copy of the previous boundary and summary) hold no compaction of their own and are skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..strategies import create
+from ..strategies.base import Compaction, ContextView, Strategy
 from ..strategies.triggers import AutoCompactTrigger, for_version
 from ..strategies.versions import version_constants
 from ..transcript.model import Session
@@ -32,10 +38,15 @@ from .engine import replay_session
 
 __all__ = [
     "REPRODUCED",
+    "MicrocompactReproduction",
     "RecordedCompaction",
+    "RecordedMicrocompact",
     "Reproduction",
+    "microcompact_reproduction",
     "recorded_compactions",
+    "recorded_microcompacts",
     "reproduce",
+    "reproduce_microcompacts",
     "reproduction",
     "summary_by_row",
 ]
@@ -184,6 +195,151 @@ def reproduction(session: Session) -> list[Reproduction]:
 def reproduce(sessions: Iterable[Session]) -> list[Reproduction]:
     """`reproduction` of every Claude Code session of ``sessions`` (sub-agents included: they compact too)."""
     return [row for session in sessions if session.format == "claude-code" for row in reproduction(session)]
+
+
+@dataclass(frozen=True)
+class RecordedMicrocompact:
+    """One ``microcompact_boundary`` of a recording (``microcompactMetadata``). ``step``: the API calls made
+    before it; ``model``: the model of the last call before it."""
+
+    session_id: str
+    file: str | None
+    step: int
+    trigger: str | None
+    pre_tokens: int | None
+    tokens_saved: int | None
+    compacted_tool_ids: tuple[str, ...]
+    version: str | None
+    model: str | None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def recorded_microcompacts(session: Session) -> list[RecordedMicrocompact]:
+    """The recorded microcompacts of ``session``'s own conversation, in order."""
+    if session.metadata.get("query_source") in ("compact", "session_memory"):
+        return []
+    records = session.conversation()
+    if not any(record.is_microcompact_boundary for record in records):
+        return []
+    calls = api_calls(records)
+    out = []
+    for index, record in enumerate(records):
+        if not record.is_microcompact_boundary:
+            continue
+        before = [c for c in calls if c.first < index]
+        meta = record.microcompact_metadata
+        ids = meta.get("compactedToolIds")
+        version = record.raw.get("version")
+        trigger = meta.get("trigger")
+        out.append(
+            RecordedMicrocompact(
+                session_id=session.id,
+                file=session.source,
+                step=len(before),
+                trigger=trigger if isinstance(trigger, str) else None,
+                pre_tokens=_count(meta.get("preTokens")),
+                tokens_saved=_count(meta.get("tokensSaved")),
+                compacted_tool_ids=tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else (),
+                version=version if isinstance(version, str) else session.client_version,
+                model=records[before[-1].first].model if before else None,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class MicrocompactReproduction:
+    """A recorded microcompact and the legacy microcompact of the ``claude-code`` replay that matches it
+    (the nearest at or after the recorded call not matched before; None: none). ``runs``: whether the
+    version table has the recorded version run the legacy microcompact at all."""
+
+    recorded: RecordedMicrocompact
+    row: str
+    runs: bool
+    step: int | None
+    tokens_saved: int | None
+    compacted_tool_ids: tuple[str, ...] | None
+
+    @property
+    def hit(self) -> bool:
+        return self.step is not None and self.step - self.recorded.step in REPRODUCED
+
+    @property
+    def tokens_saved_error(self) -> float | None:
+        """Our ``tokensSaved`` against the recorded one, as a share of it."""
+        recorded, ours = self.recorded.tokens_saved, self.tokens_saved
+        return None if not recorded or ours is None else (ours - recorded) / recorded
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self.recorded),
+            "compacted_tool_ids": list(self.recorded.compacted_tool_ids),
+            "row": self.row,
+            "runs": self.runs,
+            "microcompact_step": self.step,
+            "microcompact_tokens_saved": self.tokens_saved,
+            "microcompact_tool_ids": None if self.compacted_tool_ids is None else list(self.compacted_tool_ids),
+            "hit": self.hit,
+            "tokens_saved_error": self.tokens_saved_error,
+        }
+
+
+def _noting_microcompacts(strategy: Strategy) -> list[tuple[int, Mapping[str, Any]]]:
+    """Make ``strategy`` note each legacy microcompact it makes (the call's step and the microcompact's
+    ``details``: ``tokens_saved``, ``compacted_tool_ids``), also where an auto-compaction at the same call
+    carries it; returns the list it fills."""
+    noted: list[tuple[int, Mapping[str, Any]]] = []
+    decide = strategy.compact
+
+    def compact(view: ContextView, state: Any) -> Compaction | None:
+        result = decide(view, state)
+        if result is not None:
+            details = result.details if result.kind == "microcompact" else result.details.get("microcompact")
+            if isinstance(details, Mapping) and "compacted_tool_ids" in details:
+                noted.append((view.step, details))
+        return result
+
+    setattr(strategy, "compact", compact)  # noqa: B010 - an instance's own decision, observed
+    return noted
+
+
+def microcompact_reproduction(session: Session) -> list[MicrocompactReproduction]:
+    """The microcompact rows of one session (empty when it recorded none)."""
+    recorded = recorded_microcompacts(session)
+    if not recorded:
+        return []
+    strategy = create("claude-code")
+    noted = _noting_microcompacts(strategy)
+    replay_session(session, strategy)
+    used: set[int] = set()
+    rows = []
+    for micro in recorded:
+        row = version_constants(micro.version)
+        match = next((i for i, (step, _) in enumerate(noted) if i not in used and step >= micro.step), None)
+        details: Mapping[str, Any] = {}
+        if match is not None:
+            used.add(match)
+            details = noted[match][1]
+        saved = details.get("tokens_saved")
+        rows.append(
+            MicrocompactReproduction(
+                recorded=micro,
+                row=row.label,
+                runs=row.runs_legacy_microcompact(micro.version),
+                step=None if match is None else noted[match][0],
+                tokens_saved=saved if isinstance(saved, int) else None,
+                compacted_tool_ids=None if match is None else tuple(details.get("compacted_tool_ids", ())),
+            )
+        )
+    return rows
+
+
+def reproduce_microcompacts(sessions: Iterable[Session]) -> list[MicrocompactReproduction]:
+    """`microcompact_reproduction` of every Claude Code session of ``sessions``."""
+    return [row for s in sessions if s.format == "claude-code" for row in microcompact_reproduction(s)]
 
 
 def summary_by_row(rows: Iterable[Reproduction]) -> dict[str, dict[str, int]]:

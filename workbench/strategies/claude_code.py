@@ -1,7 +1,12 @@
 """The whole Claude Code pipeline, in the query loop's order (docs §4.4), for the version that ran:
 
 1. tool-result size budget (docs §3.7; from v2.1.2, 100K chars until v2.1.50, then 50K);
-2. time-based microcompact (docs §3.3; disabled by default, as ``tengu_slate_heron`` ships);
+2. microcompact: the time-based one (docs §3.3; disabled by default, as ``tengu_slate_heron`` ships) and,
+   from v1.0.68 to v2.1.20, the automatic one those versions ran above the warning threshold (the auto-
+   compact threshold − 20,000): keep the last 3 compactable results, clear older ones while more than
+   40,000 tokens of them remain, only when that saves 20,000 (`workbench.strategies.microcompact.
+   legacy_microcompact`; the range and its sources in `workbench.strategies.versions`; ``--set
+   legacy_microcompact.enabled=false`` is ``DISABLE_MICROCOMPACT``);
 3. auto-compact at the threshold: session-memory compaction first, full compaction when it returns
    nothing (docs §4.4), with the circuit breaker (3 consecutive failures within one user turn, from
    v2.1.76). ``session_memory=False`` reproduces the reference's default gates (``tengu_session_memory``/
@@ -13,7 +18,8 @@
 ``version="recorded"`` (the default) takes the trigger constants, the measure the trigger compares
 (v2.0.x: the last response's usage; v2.1.x: ``tokenCountWithEstimation``), the tool-result budget and
 the circuit breaker from the row of `workbench.strategies.versions` for the version that made each API
-call; ``--set version=2.1.88`` pins the reference. Explicitly set config values always win.
+call, and whether the legacy microcompact runs; ``--set version=2.1.88`` pins the reference. Explicitly set
+config values always win.
 
 A recorded ``/compact`` (manual boundary) is replayed as the user's command: SM-compact first without the
 size check, then full compaction (docs §5.1 step 13). Module state is per process
@@ -21,7 +27,8 @@ size check, then full compaction (docs §5.1 step 13). Module state is per proce
 replay_process`) shares the session memory and the post-compact cleanup follows ``runPostCompactCleanup``.
 
 At most one compaction event is reported per step: the budget and microcompact rewrite outputs in
-place, and the auto-compact check then sees the reduced size.
+place, and the auto-compact check then sees the reduced size. Where the legacy microcompact ran before an
+auto-compaction at the same call, its ``details`` stay in the compaction's, under ``microcompact``.
 """
 
 from __future__ import annotations
@@ -36,7 +43,14 @@ from ..tokens.estimators import get_estimator
 from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig
 from .full_compact import full_compaction, validate_version, version_row
-from .microcompact import TimeBasedConfig, ToolResultBudgetConfig, apply_tool_result_budget, time_based_microcompact
+from .microcompact import (
+    LegacyMicrocompactConfig,
+    TimeBasedConfig,
+    ToolResultBudgetConfig,
+    apply_tool_result_budget,
+    legacy_microcompact,
+    time_based_microcompact,
+)
 from .process import ProcessState, post_compact_cleanup
 from .registry import register
 from .sm_compact import SMCompactReferenceConfig, SMState, new_sm_state, observe_sm, sm_compaction
@@ -72,6 +86,8 @@ class ClaudeCodeConfig(StrategyConfig):
     #: override such as ``{"sm": {"min_tokens": 20000}}`` keeps it
     sm: SMCompactReferenceConfig = SMCompactReferenceConfig()
     microcompact: TimeBasedConfig = TimeBasedConfig()
+    #: ``enabled`` from the version's row unless set explicitly
+    legacy_microcompact: LegacyMicrocompactConfig = LegacyMicrocompactConfig()
     tool_result_budget: ToolResultBudgetConfig = ToolResultBudgetConfig()
     subagent_resets_last_summarized: bool = Field(
         True,
@@ -210,6 +226,35 @@ class ClaudeCode(Strategy):
         memo[(row.tool_result_budget, row.max_result_chars)] = found
         return found
 
+    def _legacy(self, view: ContextView, row: ClaudeCodeVersion) -> LegacyMicrocompactConfig:
+        """The legacy microcompact's config for ``view``'s call: on where the version ran it, unless the
+        config sets ``enabled`` explicitly."""
+        config = self.config.legacy_microcompact
+        if "enabled" in config.model_fields_set:
+            return config
+        version = view.version if self.config.version == "recorded" else self.config.version
+        enabled = row.runs_legacy_microcompact(version)
+        if enabled == config.enabled:
+            return config
+        memo: dict[bool, LegacyMicrocompactConfig] = self.__dict__.setdefault("_legacy_configs", {})
+        found = memo.get(enabled)
+        if found is None:
+            found = memo[enabled] = config.model_copy(update={"enabled": enabled})
+        return found
+
+    def _microcompact(self, view: ContextView, row: ClaudeCodeVersion) -> Compaction | None:
+        """The time-based microcompact, else the legacy one (the first that fires is the step's microcompact,
+        as v2.1.88's ``microcompactMessages`` returns on the first, docs §3.2)."""
+        micro = time_based_microcompact(view, self.config.microcompact)
+        if micro is not None:
+            return micro
+        legacy = self._legacy(view, row)
+        if not legacy.enabled:
+            return None
+        trigger = self.trigger_for(view)
+        warning = trigger.threshold - trigger.warning_buffer_tokens
+        return legacy_microcompact(view, legacy, warning_threshold=warning, size=trigger.size(view))
+
     def _rewrite(
         self, view: ContextView, state: ClaudeCodeState, row: ClaudeCodeVersion
     ) -> tuple[ContextView, Compaction | None]:
@@ -217,9 +262,11 @@ class ClaudeCode(Strategy):
         budget = apply_tool_result_budget(view, self._budget(row), start=state.budget_checked)
         if budget is not None:
             view, first = _resized(view, budget), budget
-        micro = time_based_microcompact(view, self.config.microcompact)
+        micro = self._microcompact(view, row)
         if micro is not None:
             view, first = _resized(view, micro), first or micro
+            if first is not micro:  # the budget's event reports the step; the microcompact's figures stay
+                first = replace(first, details={**first.details, "microcompact": micro.details})
         state.budget_checked = len(view.records)
         return view, first
 
@@ -260,7 +307,11 @@ class ClaudeCode(Strategy):
         state.budget_checked = len(result.records)
         if first is None:
             return result
-        return replace(result, dropped=tuple(dict.fromkeys((*first.dropped, *result.dropped))))
+        details = result.details
+        micro = first.details if first.kind == "microcompact" else first.details.get("microcompact")
+        if micro is not None:
+            details = {**details, "microcompact": micro}
+        return replace(result, dropped=tuple(dict.fromkeys((*first.dropped, *result.dropped))), details=details)
 
     def compact_manual(self, view: ContextView, state: ClaudeCodeState) -> Compaction | None:
         """A recorded ``/compact``: SM first without the size check, then full (docs §5.1 step 13)."""

@@ -1,7 +1,8 @@
 """Tool-output clearing that keeps the conversation shape: Claude Code's time-based microcompact
-(docs §3.3), the source article's truncation variant, and the tool-result size budget (docs §3.7).
+(docs §3.3), the automatic microcompact of 1.0.68–2.1.20 (`legacy_microcompact`), the source article's
+truncation variant, and the tool-result size budget (docs §3.7).
 
-All three rewrite ``tool_result`` contents in place (same ids, same pairing), so they never break an
+All of them rewrite ``tool_result`` contents in place (same ids, same pairing), so they never break an
 API invariant; they only change how much of an old output the model still sees.
 
 The truncation variant checks before every call once the context is past its threshold, so a replay keeps an
@@ -30,7 +31,9 @@ from .rewrite import NewContent, extends, in_place, index_results, rewrite_at, r
 
 __all__ = [
     "COMPACTABLE_TOOLS",
+    "LEGACY_COMPACTABLE_TOOLS",
     "TOOL_RESULT_CLEARED_MESSAGE",
+    "LegacyMicrocompactConfig",
     "Microcompact",
     "MicrocompactTruncate",
     "TimeBasedConfig",
@@ -38,6 +41,7 @@ __all__ = [
     "TruncState",
     "TruncateConfig",
     "apply_tool_result_budget",
+    "legacy_microcompact",
     "time_based_microcompact",
     "tool_result_tokens",
     "truncate_old_outputs",
@@ -45,6 +49,9 @@ __all__ = [
 
 COMPACTABLE_TOOLS = frozenset({"Read", "Bash", "PowerShell", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write"})
 TOOL_RESULT_CLEARED_MESSAGE = "[Old tool result content cleared]"
+#: The legacy microcompact's tools: v2.1.88's set less PowerShell (the bundles list Read, the shell tools,
+#: Grep, Glob, WebSearch, WebFetch, Edit, Write; PowerShell came later).
+LEGACY_COMPACTABLE_TOOLS = COMPACTABLE_TOOLS - {"PowerShell"}
 
 
 class TimeBasedConfig(StrategyConfig):
@@ -54,6 +61,23 @@ class TimeBasedConfig(StrategyConfig):
     gap_threshold_minutes: float = Field(60, gt=0)
     keep_recent: int = Field(5, ge=0)
     compactable_tools: NameSet = COMPACTABLE_TOOLS
+
+
+class LegacyMicrocompactConfig(StrategyConfig):
+    """Claude Code's automatic microcompact of 1.0.68–2.1.20 (`legacy_microcompact`).
+
+    ``enabled``: on unless ``DISABLE_MICROCOMPACT`` is set; the ``claude-code`` strategy takes it from the
+    version's row (`workbench.strategies.versions`) unless set explicitly. ``keep_recent``: the newest
+    compactable results never cleared (3); ``keep_tokens``: clearing stops once the compactable results
+    left hold at most this many tokens (40,000); ``min_savings``: nothing is cleared unless the clearing
+    saves at least this many (20,000).
+    """
+
+    enabled: bool = True
+    keep_recent: int = Field(3, ge=1)
+    keep_tokens: int = Field(40_000, ge=0)
+    min_savings: int = Field(20_000, ge=0)
+    compactable_tools: NameSet = LEGACY_COMPACTABLE_TOOLS
 
 
 class TruncateConfig(StrategyConfig):
@@ -121,6 +145,68 @@ def time_based_microcompact(view: ContextView, config: TimeBasedConfig) -> Compa
         return None
     details = {"cleared": changed, "gap_minutes": gap, "tokens_saved": saved}
     return in_place("microcompact", "time", records, new, details)
+
+
+def _result_tokens(records: Sequence[Record], ids: set[str]) -> dict[str, int]:
+    """Tokens of each id's tool_result (`tool_result_tokens`; results already cleared left out)."""
+    out: dict[str, int] = {}
+    for record in records:
+        if record.kind != "user":
+            continue
+        for block in record.tool_results():
+            if block.tool_use_id in ids and block.content != TOOL_RESULT_CLEARED_MESSAGE:
+                out[block.tool_use_id] = out.get(block.tool_use_id, 0) + tool_result_tokens(block)
+    return out
+
+
+def legacy_microcompact(
+    view: ContextView, config: LegacyMicrocompactConfig, *, warning_threshold: int, size: int | None = None
+) -> Compaction | None:
+    """Claude Code's automatic microcompact, before every API call (1.0.68–2.1.20: the range and its
+    evidence are in `workbench.strategies.versions`).
+
+    1. The compactable tool_use ids with a result still in context, in order; the last ``keep_recent``
+       are kept.
+    2. From the oldest, each other result is cleared while the compactable results left (the kept ones
+       included) hold more than ``keep_tokens``; what it held counts as saved.
+    3. Nothing happens unless the context (``size``, default ``view.tokens``: what the version's
+       auto-compact check measures) is at or above ``warning_threshold`` (the auto-compact threshold −
+       20,000, docs §4.2) and the saving is at least ``min_savings``.
+    4. Each cleared result's content becomes ``[Old tool result content cleared]``; the block's other
+       fields stay. ``details``: ``tokens_saved``, ``compacted_tool_ids`` and ``pre_tokens``, as Claude
+       Code records them in its ``microcompact_boundary`` (``microcompactMetadata``).
+
+    Sources (second-hand readings of the minified bundles; the v2.1.88 source has it removed, docs §3.2):
+    v2.0.76 ``cli.js`` function ``Vd`` (``DISABLE_MICROCOMPACT``, 20,000 / 40,000 / 3, the warning
+    threshold check); v2.1.63 ``cli.js`` (``var G3Y=20000,Z3Y=40000,f3Y=3``, the selection loop, executed
+    by BreadBoard's oracle capture). Not modelled: v2.1.63 wrote a cleared result to disk and left a
+    ``<persisted-output>`` pointer (the cleared text only when that failed), and the boundary's
+    ``clearedAttachmentUUIDs`` (attachments are not tool results).
+    """
+    measured = view.tokens if size is None else size
+    if not config.enabled or measured < warning_threshold:
+        return None
+    records = list(view.records)
+    wanted = _compactable_ids(records, config.compactable_tools)
+    sizes = _result_tokens(records, set(wanted))
+    ids = [i for i in dict.fromkeys(wanted) if i in sizes]
+    keep = set(ids[-config.keep_recent :])
+    remaining = sum(sizes.values())
+    saved = 0
+    clear: list[str] = []
+    for tool_id in ids:
+        if tool_id in keep:
+            continue
+        if remaining - saved > config.keep_tokens:
+            clear.append(tool_id)
+            saved += sizes[tool_id]
+    if not clear or saved < config.min_savings:
+        return None
+    new, changed = rewrite_tool_results(records, lambda _: TOOL_RESULT_CLEARED_MESSAGE, set(clear))
+    if not changed:
+        return None
+    details = {"cleared": changed, "tokens_saved": saved, "compacted_tool_ids": clear, "pre_tokens": measured}
+    return in_place("microcompact", "warning", records, new, details)
 
 
 def tool_result_tokens(block: Block) -> int:

@@ -18,6 +18,10 @@ How the rows were derived (README "Claude Code versions"):
   (38.5%)" with ``claude-opus-4-5-20251101`` (#17660, 2026-01-12, before 2.1.21) = 64k + 13k; v2.1.x
   shows 33k (16.5%, #23409) = 20k + 13k.
 * **The reference doc** (v2.1.88 source, docs §3.3, §3.7, §4.2, §4.4).
+* **Readings of the minified bundles** (labelled *inferred*): the automatic microcompact of 1.0.68–2.1.20
+  (`workbench.strategies.microcompact.legacy_microcompact`) is known only from them, from transcripts of
+  2.1.12–2.1.19 that record its ``microcompact_boundary`` and from the v2.1.39 recordings, where it no
+  longer ran; the v2.1.88 source says it was removed.
 * **The recordings** (labelled *inferred*): for each recorded auto-compaction the threshold must lie in
   (size measured at the check before the previous call, size at the compaction]. On the five v2.0.57
   auto-compactions of ``claude-code-more/smartagent-pai`` (b566e56e ×4, 24a90d02) ``preTokens`` equals
@@ -107,6 +111,11 @@ class ClaudeCodeVersion(BaseModel):
     max_result_chars: int = Field(50_000, gt=0)
     max_message_chars: int = Field(200_000, gt=0)
     time_based_microcompact: bool = True
+    #: Claude Code's automatic microcompact of 1.0.68–2.1.20 (`workbench.strategies.microcompact.
+    #: legacy_microcompact`): above the warning threshold, old tool results are cleared.
+    legacy_microcompact: bool = False
+    #: The first version that runs it where that falls inside the row's range (1.0.68, inside 1.0.x–2.0.57).
+    legacy_microcompact_since: str | None = None
     circuit_breaker: int | None = Field(3, ge=1)
     #: Claude Code's own stop after this many refills in a row (2.1.89); None: the version has none. The
     #: replay applies `workbench.strategies.refill` to every version (a thrash loop is a cost, not a result).
@@ -130,6 +139,17 @@ class ClaudeCodeVersion(BaseModel):
     def output_reserve(self, model: str | None) -> int:
         out = self.max_output_for(model)
         return out if self.output_reserve_cap is None else min(out, self.output_reserve_cap)
+
+    def runs_legacy_microcompact(self, version: str | None) -> bool:
+        """Whether ``version`` (of this row's range; None: the row's own) runs the legacy microcompact."""
+        if not self.legacy_microcompact:
+            return False
+        if self.legacy_microcompact_since is None or version is None:
+            return True
+        try:
+            return parse_version(version) >= parse_version(self.legacy_microcompact_since)
+        except ValueError:
+            return True
 
     def native_window(self, model: str | None) -> int | None:
         """1,000,000 for a model whose window this version takes as natively 1M, else None."""
@@ -157,6 +177,29 @@ def is_claude_model(model: str | None) -> bool:
 _CHANGELOG = "anthropics/claude-code CHANGELOG.md"
 _B566 = ("smartagent-pai/b566e56e", "smartagent-pai/24a90d02")
 
+#: Where the legacy microcompact is seen running. Every reading of its code is second-hand (readings of the
+#: minified bundles; no source tree of a version that has it is public) and no open recording holds a
+#: ``microcompact_boundary``.
+_LEGACY_MC_SEEN = (
+    "held-out: Claude Code 2.1.12–2.1.19 transcripts with system microcompact_boundary lines, "
+    "microcompactMetadata {trigger: auto, preTokens, tokensSaved, compactedToolIds, clearedAttachmentUUIDs} "
+    "(docs/peers.md, 'Late 2026'; the sessions stay outside the repository)",
+)
+_LEGACY_MC = Evidence(
+    constant="legacy_microcompact, legacy_microcompact_since",
+    source="claudelog.com/faqs/what-is-micro-compact: micro-compact clears old tool calls automatically when "
+    "the context grows long, 'introduced in Claude Code v1.0.68' (the 1.0.68 changelog entry does not name "
+    "it). The algorithm (microcompact.legacy_microcompact): the v2.0.76 cli.js function Vd as described in a "
+    "public re-implementation's notes ('Microcompact 实现文档', 2026-01-07: DISABLE_MICROCOMPACT; qy5=20000 "
+    "minimum saving, Ny5=40000, Ly5=3 kept; Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit, Write; only "
+    "when isAboveWarningThreshold; '[Old tool result content cleared]') and the v2.1.63 cli.js as sliced and "
+    "executed by BreadBoard's scripts/compaction_oracles/capture_claude_code.js ('var G3Y=20000,Z3Y=40000,"
+    "f3Y=3' and the loop 'let _=z.slice(-f3Y)…if($-O>Y)H.add(Z),O+=w.get(Z)': 40,000 is the compactable "
+    "tokens left in place, not a trigger)",
+    inferred=True,
+    sessions=_LEGACY_MC_SEEN,
+)
+
 _V20 = ClaudeCodeVersion(
     since="0.0.0",
     label="1.0.x–2.0.57",
@@ -166,8 +209,11 @@ _V20 = ClaudeCodeVersion(
     blocking_base="window",
     tool_result_budget=False,
     time_based_microcompact=False,
+    legacy_microcompact=True,
+    legacy_microcompact_since="1.0.68",
     circuit_breaker=None,
     evidence=(
+        _LEGACY_MC,
         Evidence(
             constant="output_reserve_cap",
             source=f"{_CHANGELOG} 2.1.21: 'Fixed auto-compact triggering too early on models with large output "
@@ -323,7 +369,22 @@ _V21_CAPPED = _V21_BLOCK_WINDOW.model_copy(
         "since": "2.1.21",
         "label": "2.1.21–2.1.50",
         "output_reserve_cap": 20_000,
+        "legacy_microcompact": False,
         "evidence": (
+            Evidence(
+                constant="legacy_microcompact",
+                source="the v2.1.39 recordings grow smoothly past the warning threshold (147,000) to their "
+                "auto-compaction at 167,000, where the legacy microcompact would have cleared old results at "
+                "258c7280 call 86 (25,779 tokens) and 4d5611e5 call 46 (20,467): it no longer ran. It ran on "
+                "2.1.12–2.1.19 (held-out recordings), so it stopped in (2.1.19, 2.1.38]; no changelog entry "
+                "names it and the end is placed at this row (assumed). Readings of the 2.1.63 and 2.1.68 bundles "
+                "(BreadBoard's capture; sam-saffron-jarvis gist 9d8e291c: 'Microcompact | Warning threshold hit') "
+                "still find its code: switched off or gated, not deleted (or these sessions set "
+                "DISABLE_MICROCOMPACT, which a transcript does not show); the v2.1.88 source has it removed "
+                "(docs §3.2)",
+                inferred=True,
+                sessions=("marot-spotter/258c7280", "marot-spotter/4d5611e5"),
+            ),
             Evidence(
                 constant="output_reserve_cap",
                 source=f"{_CHANGELOG} 2.1.21 (reserve capped); docs §4.2 MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20,000; "
@@ -373,6 +434,11 @@ _V2188 = ClaudeCodeVersion(
             source="docs §3.3 (time-based microcompact, shipped disabled), §3.7 (50k / 200k budget), §4.2 "
             "(20k reserve cap, 13k buffer, 20k warning, effective − 3k blocking), §4.4 (circuit breaker 3), "
             "§2.1 (tengu_session_memory / tengu_sm_compact default false)",
+        ),
+        Evidence(
+            constant="legacy_microcompact",
+            source="docs §3.2: the source says the legacy client-side microcompact was removed; only the "
+            "time-based and the ant-only cached microcompact remain",
         ),
     ),
 )
@@ -503,6 +569,11 @@ def version_table() -> list[dict[str, object]]:
                 "blocking": f"{row.blocking_base} − {row.blocking_buffer:,}",
                 "tool_result_budget": f"{row.max_result_chars:,} / {row.max_message_chars:,}"
                 if row.tool_result_budget
+                else "off",
+                "legacy_microcompact": (
+                    f"from {row.legacy_microcompact_since}" if row.legacy_microcompact_since else "on"
+                )
+                if row.legacy_microcompact
                 else "off",
                 "circuit_breaker": row.circuit_breaker,
                 "refill_stop": row.refill_stop,

@@ -8,10 +8,15 @@ right after their tool_use or after the batch), responses without thinking insid
 result, a result over Claude Code's 50,000-character budget that the transcript keeps whole while the
 request carried a preview recorded in a ``content-replacement`` line (docs §3.7,
 `workbench.transcript.replacements`), and a recording that already breaks a pair (a tool_use whose result
-was never written, then a new prompt). Usage is consistent with the content: every call's prompt is
-``hidden_tokens`` plus chars/4 of what was sent, as in `tests/replay/synthetic.py`. The facts behind the
-shapes: docs/claude-code-compaction.md §7.4 (streamed records), corpus/SOURCES.md (shape facts), the
-sessions `workbench check` reports (resumed and 1M sessions in claude-code-more).
+was never written, then a new prompt), and a session of a version that ran the automatic microcompact
+(1.0.68–2.1.20, ``microcompact_warning``): before a call whose context is at or above the warning threshold,
+old tool results are cleared as that microcompact clears them (`_microcompact`), a ``microcompact_boundary``
+line records it as 2.1.12–2.1.19 wrote it, the transcript keeps the results whole and the usage from then on
+counts them cleared. Usage is consistent with the content: every call's prompt is ``hidden_tokens`` plus
+chars/4 of what was sent, as in `tests/replay/synthetic.py`. The facts behind the shapes:
+docs/claude-code-compaction.md §7.4 (streamed records), §3.3–§3.5 (cleared text, ``microcompactMetadata``),
+corpus/SOURCES.md (shape facts), the sessions `workbench check` reports (resumed and 1M sessions in
+claude-code-more), the readings of the legacy microcompact in `workbench.strategies.versions`.
 """
 
 from __future__ import annotations
@@ -20,10 +25,19 @@ import random
 from dataclasses import dataclass, replace
 
 from ..tokens.estimators import get_estimator
+from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record, Session
 from ..transcript.replacements import as_sent
 
-__all__ = ["Shape", "shaped_session"]
+__all__ = ["MICROCOMPACT_TOOLS", "Shape", "shaped_session"]
+
+#: The legacy microcompact's documented constants (v2.0.76 ``Vd``, v2.1.63 ``G3Y``/``Z3Y``/``f3Y``): the newest
+#: results kept, the compactable tokens left in place, the least saving worth a clearing.
+_KEEP_RECENT, _KEEP_TOKENS, _MIN_SAVINGS = 3, 40_000, 20_000
+_CLEARED = "[Old tool result content cleared]"
+#: The tools a microcompact session calls in turn: three the microcompact clears, one it never touches.
+MICROCOMPACT_TOOLS = ("Read", "Bash", "Grep", "TodoWrite")
+_COMPACTABLE = frozenset({"Read", "Bash", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write"})
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,9 @@ class Shape:
     broken_at: int | None = None  # the call whose tool_use never gets a result (a new prompt follows)
     prompt_every: int = 6  # a user prompt opens a new tool loop every this many calls
     version: str = "2.1.88"  # the Claude Code version written on every record
+    #: the warning threshold (the version's auto-compact threshold − 20,000) of a session whose Claude Code
+    #: ran the legacy microcompact; None: it did not
+    microcompact_warning: int | None = None
     seed: int = 0
 
 
@@ -82,17 +99,33 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
             "output_tokens": output,
         }
 
+    cleared: set[str] = set()
+    last_usage = (0, 0)  # the last response's usage total and the position after its records
+
     for call in range(shape.calls):
         opens = call % shape.prompt_every == 0
         if opens:
             add(record("user", [], string=f"Prompt {call}: fix the failing test in src/mod{call}.py"))
+        if shape.microcompact_warning is not None:
+            total, after = last_usage
+            size = total + sum(rough.count(r) for r in records[after:])  # tokenCountWithEstimation (docs §6)
+            boundary = _microcompact(records, cleared, size, shape.microcompact_warning, session_id, shape.version)
+            if boundary is not None:
+                records.append(boundary)
+                sent -= boundary.raw["microcompactMetadata"]["tokensSaved"] - _cleared_tokens(boundary)
         mid = f"msg_{session_id}_{call}"
         blocks: list[dict] = []
         if opens or rng.random() < shape.thinking:
             blocks.append({"type": "thinking", "thinking": f"plan for call {call}", "signature": "sig"})
         last = call == shape.calls - 1
+        names = MICROCOMPACT_TOOLS if shape.microcompact_warning is not None else ("Bash",)
         uses = [
-            {"type": "tool_use", "id": f"toolu_{call}_{k}", "name": "Bash", "input": {"command": f"run {call}.{k}"}}
+            {
+                "type": "tool_use",
+                "id": f"toolu_{call}_{k}",
+                "name": names[(call * shape.batch + k) % len(names)],
+                "input": {"command": f"run {call}.{k}"},
+            }
             for k in range(0 if last else shape.batch)
         ]
         if last:
@@ -102,6 +135,7 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
         for block in [*blocks, *uses]:
             rec = record("assistant", [block], mid=mid)
             add(replace(rec, usage=at_usage))
+            last_usage = (sum(at_usage.values()), len(records))
             if block["type"] == "tool_use":
                 if call == shape.broken_at:
                     continue
@@ -130,6 +164,67 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
         client_version=shape.version,
         capabilities=frozenset({"usage", "message_ids", "uuids", "timestamps", "thinking"}),
     )
+
+
+def _microcompact(
+    records: list[Record], cleared: set[str], size: int, warning: int, session_id: str, version: str
+) -> Record | None:
+    """The ``microcompact_boundary`` line of the legacy microcompact before the next call, or None when it does
+    not run: at or above ``warning``, keep the newest 3 compactable results, clear from the oldest while the
+    compactable results left (the kept ones included) hold more than 40,000 tokens, and only when that saves
+    20,000 or more. Adds the cleared ids to ``cleared`` (the request no longer holds their content)."""
+    if size < warning:
+        return None
+    names = {b.id: b.name for r in records if r.kind == "assistant" for b in r.tool_uses()}
+    tokens: dict[str, int] = {}
+    for r in records:
+        for b in r.tool_results() if r.kind == "user" else ():
+            if b.tool_use_id and names.get(b.tool_use_id) in _COMPACTABLE and b.tool_use_id not in cleared:
+                tokens[b.tool_use_id] = tokens.get(b.tool_use_id, 0) + rough_tokens(b.result_text())
+    order = [i for i in names if i in tokens]
+    keep = set(order[-_KEEP_RECENT:])
+    left, saved, ids = sum(tokens.values()), 0, []
+    for tool_id in order:
+        if tool_id not in keep and left - saved > _KEEP_TOKENS:
+            ids.append(tool_id)
+            saved += tokens[tool_id]
+    if saved < _MIN_SAVINGS:
+        return None
+    cleared.update(ids)
+    metadata = {
+        "trigger": "auto",
+        "preTokens": size,
+        "tokensSaved": saved,
+        "compactedToolIds": ids,
+        "clearedAttachmentUUIDs": [],
+    }
+    raw = {
+        "type": "system",
+        "subtype": "microcompact_boundary",
+        "content": "Context microcompacted",
+        "level": "info",
+        "isMeta": False,
+        "sessionId": session_id,
+        "uuid": f"{session_id}-mc-{len(records)}",
+        "parentUuid": records[-1].uuid if records else None,
+        "version": version,
+        "microcompactMetadata": metadata,
+    }
+    return Record(
+        kind="system",
+        uuid=raw["uuid"],
+        parent_uuid=raw["parentUuid"],
+        subtype="microcompact_boundary",
+        blocks=(Block.text_block("Context microcompacted"),),
+        string_content=True,
+        session_id=session_id,
+        raw=raw,
+    )
+
+
+def _cleared_tokens(boundary: Record) -> int:
+    """What the cleared results still put into a request: the cleared text, once per result."""
+    return len(boundary.raw["microcompactMetadata"]["compactedToolIds"]) * rough_tokens(_CLEARED)
 
 
 def _budget(records: list[Record], uses: list[dict], session_id: str) -> Record:

@@ -3,7 +3,9 @@
 Every line becomes a `Record` (conversation lines ``user``/``assistant``/``system``/``attachment`` and
 metadata lines such as ``file-history-snapshot``, ``progress``, ``summary``, ``queue-operation``) or a
 `Skip` naming file, line and reason. Nothing is reordered: streamed responses split into several
-``assistant`` lines sharing ``message.id`` stay separate, in file order (docs §7.4).
+``assistant`` lines sharing ``message.id`` stay separate, in file order (docs §7.4). A ``system`` line of any
+subtype is a known record (``compact_boundary``, ``local_command``, ``microcompact_boundary`` with its
+``microcompactMetadata``, `Record.microcompact_metadata`, …); only ``local_command`` is ever sent to the API.
 
 Sub-agent transcripts live at ``<session>/subagents/agent-<id>.jsonl`` (docs §7.1); their records carry
 the parent's ``sessionId`` and their own ``agentId``, so the Session gets id

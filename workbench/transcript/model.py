@@ -107,6 +107,19 @@ class Record:
     def is_compact_boundary(self) -> bool:
         return self.kind == "system" and self.subtype == "compact_boundary"
 
+    @property
+    def is_microcompact_boundary(self) -> bool:
+        """Claude Code's record of a microcompact (``microcompact_boundary``, 2.1.x): tool results cleared in
+        place. Not an API message and not a chain break: the conversation around it stays (docs §3.5)."""
+        return self.kind == "system" and self.subtype == "microcompact_boundary"
+
+    @property
+    def microcompact_metadata(self) -> Mapping[str, Any]:
+        """``microcompactMetadata`` as recorded (``trigger``, ``preTokens``, ``tokensSaved``,
+        ``compactedToolIds``, ``clearedAttachmentUUIDs``); empty when absent or not an object."""
+        value = self.raw.get("microcompactMetadata")
+        return value if isinstance(value, Mapping) else {}
+
     def tool_uses(self) -> list[Block]:
         return [b for b in self.blocks if b.kind == "tool_use"]
 
