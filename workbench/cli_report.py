@@ -40,8 +40,9 @@ def recovery(
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
-    """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated questions),
-    one session group at a time (`workbench.recovery_groups`)."""
+    """What the agent re-acquired after every recorded compaction (re-reads, re-runs, repeated searches,
+    fetches, sub-agent calls and questions) and the instructions the user repeated, one session group at a
+    time (`workbench.recovery_groups`)."""
     from .isolation import stream_groups
     from .recovery_groups import RecoveryTally, score_group
     from .tokens.estimators import estimator_names
@@ -76,20 +77,24 @@ def recovery(
         human = f"{len(frame)} recorded compactions in {frame['file'].nunique()} files\n" + shown.to_string(index=False)
     succeeded = tally.measured
     if validate_scores and not frame.empty:
-        from .metrics.validation import file_predictors, score_correlations
+        from .metrics.validation import file_predictors, measure_correlations, score_correlations
 
         failures = [*failures, *tally.table_failed, *tally.files_failed]
         table = tally.table(estimator)
         correlations = score_correlations(table)
+        checks = measure_correlations(table)
         predictors = file_predictors(tally.files())
         data["validation"] = {
             "compactions": _rows(table.drop(columns=["reread_paths"])),
             "correlations": _rows(correlations),
+            "measure_correlations": _rows(checks),
             "file_predictors": _rows(predictors),
         }
         human += (
             "\n\nscores vs measured recovery_tokens (Spearman, per compaction):\n"
             + correlations.to_string(index=False)
+            + "\n\neach predicted measure vs what it predicts (Spearman, per compaction):\n"
+            + checks.to_string(index=False)
             + "\n\nper file read before a compaction: re-read rate by predictor:\n"
             + predictors.to_string(index=False)
         )

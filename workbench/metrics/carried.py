@@ -8,7 +8,7 @@ fidelity validation (`workbench.metrics.validation`), kept apart from the walk t
   carried only if it appears whole (and is at least 8 characters).
 * **Mentioned** (`mentions`): a summary naming ``lib/app/parser.py`` tells the agent the file exists, not
   what it says. A path is mentioned as written, by any trailing part (relative) or by its basename; a
-  command by its first line.
+  command, a search pattern, a URL, a web query or a sub-agent's description by its first line.
 """
 
 from __future__ import annotations
@@ -58,10 +58,11 @@ def content_carried(content: str, carrier: str) -> bool:
 
 def mentions(key: str, kind: str, text: str) -> bool:
     """Whether ``text`` names ``key``: a path as written, by any trailing part (relative) or by basename;
-    a command as its first line."""
+    a command, search pattern, URL, query or sub-agent description (kinds ``command``, ``search``,
+    ``fetch``, ``task``) as its first line."""
     if not text:
         return False
-    if kind == "command":
+    if kind in ("command", "search", "fetch", "task"):
         first = key.strip().splitlines()[0] if key.strip() else ""
         return bool(first) and _norm(first) in _norm(text)
     parts = [p for p in PurePosixPath(key).parts if p not in ("/", ".", "..")]

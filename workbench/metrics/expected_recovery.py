@@ -6,7 +6,9 @@ replayed strategy we estimate the same from the recorded future (open loop): the
 context.
 
 **The walk.** The acquisitions of the replayed record list (`workbench.metrics.acquisitions`: ``read``
-keyed by path, ``command`` keyed by the exact command) and the strategy's events are walked in order.
+keyed by path, ``command`` keyed by the exact command, ``search`` (``Grep``/``Glob``) by pattern and
+scope, ``fetch`` (``WebFetch``/``WebSearch``) by normalised URL or query, ``task`` (a sub-agent) by its
+prompt) and the strategy's events are walked in order.
 Each key is *absent* (never acquired), *present* (some tool result of it is in the context), or *lost at
 event e*. At event *e* (before API call *s*), a present key whose every result record so far is dropped
 (``dropped_uuids`` of this or an earlier event; a tool result a compaction only rewrote — masked,
@@ -19,12 +21,15 @@ cleared, truncated — counts as dropped) is *lost at e* unless its content is *
 
 A *mention* is not content: a summary naming ``lib/app/parser.py`` tells the agent the file exists, not
 what it says, so the later Read still has to happen. Mentions are counted beside the estimate
-(``expected_recovery_mentioned_calls``: recovery calls whose path or command the summary names,
+(``expected_recovery_mentioned_calls``: recovery calls whose path, command, pattern, URL, query or
+sub-agent description the summary names,
 `workbench.metrics.carried.mentions`) so the rule can be checked against behaviour (README,
 "Which fidelity score to trust").
 
 A later acquisition of a key lost at *e* is a **recovery call of e** (its result's tokens, per the run's
-estimator, are ``expected_recovery_tokens``), after which the key is present again. Only the first
+estimator, are ``expected_recovery_tokens``), after which the key is present again; those of the
+``search``, ``fetch`` and ``task`` kinds are also counted apart (``expected_repeated_calls``, the
+estimate of the measured ``repeated_searches + repeated_fetches + repeated_tasks``). Only the first
 re-acquisition after a loss counts; a key present is not recovery (the agent re-read something it still
 had). For ``recorded-compact`` events (the ``recorded`` strategy) everything before the recording's
 ``compact_boundary`` is dropped and the compacted context is the recorded summary and what follows the
@@ -66,7 +71,7 @@ from ..tokens.cache import cached_estimator
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from ._common import KEYS, as_list, ensure_keys, session_map
-from .acquisitions import Acquisition, acquisitions, result_record
+from .acquisitions import REACQUIRED_KINDS, Acquisition, acquisitions, result_record
 from .carried import content_carried, mentions
 from .pricing import DEFAULT_MODEL, Price, load_pricing, price_or_none
 
@@ -93,6 +98,7 @@ EVENT_COLUMNS = (
     "expected_recovery_tokens",
     "expected_recovery_files",
     "expected_recovery_mentioned_calls",
+    "expected_repeated_calls",
     "recovery_cost_usd",
 )
 #: Per-session columns (besides the keys).
@@ -171,7 +177,7 @@ def expected_recovery_events(
         recorded = bool((group["kind"] == "recorded-compact").any())
         if recorded not in prepared:
             records = original if recorded else stripped
-            found = [a for a in acquisitions(records) if a.kind in ("read", "command")]
+            found = [a for a in acquisitions(records) if a.kind in REACQUIRED_KINDS]
             result_records = [result_record(a) for a in found]
             sizes = [counter.count(r) if r is not None else 0 for r in result_records]
             blocks = _uses(records, found)
@@ -274,6 +280,7 @@ def _walk(
             "expected_recovery_tokens": 0 if available else None,
             "expected_recovery_files": 0 if available else None,
             "expected_recovery_mentioned_calls": 0 if available else None,
+            "expected_repeated_calls": 0 if available else None,
             "recovery_cost_usd": (0.0 if price else None) if available else None,
             "_files": set(),
         }
@@ -309,8 +316,10 @@ def _walk(
             row["expected_recovery_calls"] += 1
             row["expected_recovery_tokens"] += tokens
             row["_files"].add(key)
-            if mentions(acquisition.key, acquisition.kind, points[item.lost_at][2]):
+            if mentions(acquisition.named, acquisition.kind, points[item.lost_at][2]):
                 row["expected_recovery_mentioned_calls"] += 1
+            if acquisition.kind not in ("read", "command"):
+                row["expected_repeated_calls"] += 1
             if price is not None and write_price is not None:
                 step = step_of.get(acquisition.index, 0)
                 later = [s for s in event_steps if s > step + 1]

@@ -4,7 +4,8 @@ After a real compaction the agent re-reads files it had read, re-runs commands, 
 counts that in the recorded future, one row per ``compact_boundary`` on a session's main chain
 (`Session.conversation`; sub-agent transcripts, including the ``agent-acompact-*`` compaction agents,
 have none). Calls are classified by `workbench.metrics.acquisitions` (Claude Code ``Read``/``Bash``/
-``Grep``/``Glob``/``AskUserQuestion``, and their equivalents in other formats).
+``Grep``/``Glob``/``WebFetch``/``WebSearch``/``Task``/``AskUserQuestion``, and their equivalents in other
+formats), which also defines how each call's key is normalised.
 
 Segments: the segment *before* boundary *j* runs from the previous boundary (or the session start) to
 boundary *j*; the segment *after* runs from boundary *j* to the next boundary (or the session end).
@@ -20,8 +21,16 @@ Columns (exact definitions, so results are comparable):
   ``claude-rough``); ``reread_calls`` = ``rereads`` (each re-read is one tool call).
 * ``rerun_commands``: ``Bash`` calls in the segment after whose ``input.command`` equals exactly that of
   a ``Bash`` call in the segment before; ``rerun_tokens``: their results' tokens.
-* ``recovery_tokens`` = ``reread_tokens + rerun_tokens``; ``recovery_calls`` = ``rereads +
-  rerun_commands``.
+* ``repeated_searches``: ``Grep``/``Glob`` calls in the segment after with the same key (tool, pattern
+  and scope) as one in the segment before; ``repeated_search_tokens``: their results' tokens.
+* ``repeated_fetches``: ``WebFetch`` (same normalised URL) and ``WebSearch`` (same query) calls in the
+  segment after repeating one in the segment before; ``repeated_fetch_tokens``: their results' tokens.
+* ``repeated_tasks``: sub-agent (``Task``/``Agent``) calls in the segment after with the same sub-agent
+  type and prompt as one in the segment before; ``repeated_task_tokens``: their results' tokens (the
+  sub-agent's report that re-enters the context, not the sub-agent's own work).
+* ``recovery_tokens`` = ``reread_tokens + rerun_tokens + repeated_search_tokens +
+  repeated_fetch_tokens + repeated_task_tokens``; ``recovery_calls`` = ``rereads + rerun_commands +
+  repeated_searches + repeated_fetches + repeated_tasks``.
 
 Refined measures beside them:
 
@@ -30,13 +39,15 @@ Refined measures beside them:
   the re-read: the agent re-acquired content it had already seen unchanged (an edited file may be
   re-read to check the edit, which is not recovery).
 * ``first_rereads_tokens``: the tokens of the *first* re-read of each file only (later re-reads of the
-  same file re-acquire what the first one already brought back; this is what the counterfactual
-  estimate of `workbench.metrics.expected_recovery` counts).
-* ``repeated_searches``: ``Grep``/``Glob`` calls in the segment after with exactly the same input
-  (tool and canonical JSON of every argument) as one in the segment before.
+  same file re-acquire what the first one already brought back). ``first_reacquisitions_tokens``: the
+  same over every re-acquired key (files, commands, searches, fetches, sub-agent prompts): what the
+  counterfactual estimate of `workbench.metrics.expected_recovery` counts.
 * ``repeated_questions``: ``AskUserQuestion`` calls in the segment after whose questions (text,
   whitespace-collapsed) equal those of an ``AskUserQuestion`` in the segment before that the user
   answered (a non-error tool result).
+* ``user_prompts_after``, ``instructions_repeated``: the prompts the user typed in the segment after, and
+  how many of the instructions they gave before the boundary those prompts restate
+  (`workbench.metrics.instructions`).
 * ``reread_paths``: the re-read files, in order of first re-read (JSON list).
 
 Worked example (`tests/metrics/test_recovery.py`): Read a.py, Read b.py, Bash ``pytest``, boundary,
@@ -56,7 +67,8 @@ from ..tokens.cache import cached_estimator
 from ..transcript.files import printable_path
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from .acquisitions import Acquisition, acquisitions, result_record
+from .acquisitions import REACQUIRED_KINDS, Acquisition, acquisitions, result_record
+from .instructions import REPEATED_COLUMNS, repeated_instructions
 
 __all__ = ["RECOVERY_COLUMNS", "recovery", "recovery_rows", "segment_recovery"]
 
@@ -80,8 +92,15 @@ RECOVERY_COLUMNS = (
     "rereads_unedited",
     "rereads_unedited_tokens",
     "first_rereads_tokens",
+    "first_reacquisitions_tokens",
     "repeated_searches",
+    "repeated_search_tokens",
+    "repeated_fetches",
+    "repeated_fetch_tokens",
+    "repeated_tasks",
+    "repeated_task_tokens",
     "repeated_questions",
+    *REPEATED_COLUMNS,
     "reread_paths",
 )
 
@@ -93,40 +112,45 @@ def _tokens(items: Iterable[Acquisition], estimator: Any) -> int:
 
 def segment_recovery(before: Sequence[Acquisition], after: Sequence[Acquisition], estimator: Any) -> dict[str, Any]:
     """The recovery counts of one boundary from the acquisitions of the segments before and after it."""
-    read_before = {a.key for a in before if a.kind == "read"}
-    commands_before = {a.key for a in before if a.kind == "command"}
-    searches_before = {a.key for a in before if a.kind == "search"}
+    keys_before = {kind: {a.key for a in before if a.kind == kind} for kind in REACQUIRED_KINDS}
     answered_before = {a.key for a in before if a.kind == "question" and a.answered}
     last_read_before = {a.key: a.index for a in before if a.kind == "read"}
     edits = [a for a in (*before, *after) if a.kind == "edit"]
-    rereads = [a for a in after if a.kind == "read" and a.key in read_before]
-    reruns = [a for a in after if a.kind == "command" and a.key in commands_before]
+    again = {kind: [a for a in after if a.kind == kind and a.key in keys] for kind, keys in keys_before.items()}
+    rereads = again["read"]
 
     def unedited(a: Acquisition) -> bool:
         start = last_read_before[a.key]
         return not any(e.key == a.key and start < e.index < a.index for e in edits)
 
     clean = [a for a in rereads if unedited(a)]
-    firsts: dict[str, Acquisition] = {}
-    for a in rereads:
-        firsts.setdefault(a.key, a)
-    reread_tokens = _tokens(rereads, estimator)
-    rerun_tokens = _tokens(reruns, estimator)
+    firsts: dict[tuple[str, str], Acquisition] = {}
+    for items in again.values():
+        for a in items:
+            firsts.setdefault((a.kind, a.key), a)
+    tokens = {kind: _tokens(items, estimator) for kind, items in again.items()}
+    read_firsts = {key: a for (kind, key), a in firsts.items() if kind == "read"}
     return {
         "rereads": len(rereads),
-        "reread_files": len(firsts),
+        "reread_files": len(read_firsts),
         "reread_calls": len(rereads),
-        "reread_tokens": reread_tokens,
-        "rerun_commands": len(reruns),
-        "rerun_tokens": rerun_tokens,
-        "recovery_calls": len(rereads) + len(reruns),
-        "recovery_tokens": reread_tokens + rerun_tokens,
+        "reread_tokens": tokens["read"],
+        "rerun_commands": len(again["command"]),
+        "rerun_tokens": tokens["command"],
+        "recovery_calls": sum(len(items) for items in again.values()),
+        "recovery_tokens": sum(tokens.values()),
         "rereads_unedited": len(clean),
         "rereads_unedited_tokens": _tokens(clean, estimator),
-        "first_rereads_tokens": _tokens(firsts.values(), estimator),
-        "repeated_searches": sum(a.kind == "search" and a.key in searches_before for a in after),
+        "first_rereads_tokens": _tokens(read_firsts.values(), estimator),
+        "first_reacquisitions_tokens": _tokens(firsts.values(), estimator),
+        "repeated_searches": len(again["search"]),
+        "repeated_search_tokens": tokens["search"],
+        "repeated_fetches": len(again["fetch"]),
+        "repeated_fetch_tokens": tokens["fetch"],
+        "repeated_tasks": len(again["task"]),
+        "repeated_task_tokens": tokens["task"],
         "repeated_questions": sum(a.kind == "question" and a.key in answered_before for a in after),
-        "reread_paths": list(firsts),
+        "reread_paths": list(read_firsts),
     }
 
 
@@ -158,6 +182,7 @@ def recovery_rows(session: Session, *, estimator: str = "claude-rough") -> list[
                 "version": session.client_version,
                 "calls_after": sum(cut < c.first < end for c in calls),
                 **segment_recovery(before, after, counter),
+                **repeated_instructions(records, cut, end),
             }
         )
     return rows
