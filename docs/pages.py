@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["changelog_page", "cli_page", "results_page", "strategies_page"]
+__all__ = ["changelog_page", "cli_page", "results_page", "strategies_page", "validation_page"]
 
 
 def _cell(text: object) -> str:
@@ -91,6 +91,84 @@ def results_page(data: Path) -> str:
             value = row.get(key)
             cells.append("–" if value is None or value != value else _cell(fmt.format(value)))
         out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _number(value: object, fmt: str) -> str:
+    return "undefined" if value is None else fmt.format(value)
+
+
+def validation_page(corpus: Path | None) -> str:
+    """``workbench recovery CORPUS --validate`` as tables: every fidelity score against what agents really
+    re-acquired after the corpus's recorded compactions. Without a corpus the page says how to make it."""
+    import subprocess
+    import sys
+
+    title = ["# Fidelity scores validated against real compactions", ""]
+    if corpus is None or not corpus.is_dir():
+        return (
+            "\n".join(
+                [
+                    *title,
+                    "This page is generated from a corpus of real sessions (`WORKBENCH_CORPUS`, default "
+                    "`../shared/corpus`), which this build did not have. Run `workbench recovery PATH --validate` "
+                    "on your own history for the same tables."
+                ]
+            )
+            + "\n"
+        )
+    command = [sys.executable, "-c", "from workbench.cli import main; main()", "recovery", str(corpus)]
+    result = subprocess.run([*command, "--validate", "--json"], capture_output=True, text=True, check=True)
+    data = json.loads(result.stdout)["validation"]
+    compactions = data["compactions"]
+    sessions = len({row["session_id"] for row in compactions})
+    versions = sorted({row["version"] for row in compactions if row.get("version")})
+    out = [
+        *title,
+        f"Generated when this site was built, from `workbench recovery {corpus.name} --validate`: "
+        f"{len(compactions)} recorded compactions in {sessions} sessions"
+        + (f" (Claude Code {versions[0]}–{versions[-1]})" if versions else "")
+        + ". Spearman's rank correlation per compaction, a two-sided permutation p-value and a 95% bootstrap "
+        "interval over compactions. *Useful sign* is the sign a score needs to be useful: a score of what was "
+        "kept should fall as re-acquisition rises. *Undefined* means a column is constant over these "
+        "compactions (nothing to correlate), not a bad score. Every figure here is small-sample.",
+        "",
+        "## Scores against measured re-acquisition (tokens)",
+        "",
+        "| score | useful sign | n | rho | p | 95% CI |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def rows(key: str) -> list[str]:
+        lines = []
+        for row in data[key]:
+            ci = "–" if row["ci_low"] is None else f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]"
+            name = row["score"] if key == "correlations" else f"{row['score']} → {row['target']}"
+            lines.append(
+                f"| `{name}` | {row['useful_sign']} | {row['n']} | {_number(row['rho'], '{:+.2f}')} | "
+                f"{_number(row['p_permutation'], '{:.3f}')} | {ci} |"
+            )
+        return lines
+
+    out += rows("correlations")
+    out += [
+        "",
+        "## Each predicted measure against what it predicts",
+        "",
+        "| predicted → measured | useful sign | n | rho | p | 95% CI |",
+        "|---|---|---|---|---|---|",
+        *rows("measure_correlations"),
+        "",
+        "## Files read before a compaction: re-read rate by what the summary did with them",
+        "",
+        "| predictor | files | true | re-read if true | re-read if false | Fisher p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in data["file_predictors"]:
+        out.append(
+            f"| `{row['predictor']}` | {row['files']} | {row['true']} | {row['reread_if_true']:.0%} | "
+            f"{row['reread_if_false']:.0%} | {row['p_fisher']:.3f} |"
+        )
     return "\n".join(out) + "\n"
 
 

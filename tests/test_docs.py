@@ -47,7 +47,12 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    for page in ("index.html", "reference/strategies/index.html", "reference/cli/index.html"):
+    for page in (
+        "index.html",
+        "reference/strategies/index.html",
+        "reference/cli/index.html",
+        "reference/validation/index.html",
+    ):
         assert (tmp_path / "site" / page).is_file(), page
     results = (tmp_path / "site" / "reference" / "results" / "index.html").read_text(encoding="utf-8")
     assert all(f"<td>{name}</td>" in results for name in ("none", "sm-compact", "codex"))
