@@ -57,3 +57,26 @@ def test_emptied_next_user_becomes_no_content() -> None:
     fixed, repairs = repair(request)
     assert [r.kind for r in repairs] == ["unexpected_tool_result", "inserted_no_content"]
     assert fixed.messages[-1].content == (text("(no content)"),)
+
+
+def test_tool_use_without_id_is_matched_like_any_other_id() -> None:
+    """A missing id is one id value, as `validate` counts it: a second id-less tool_use is a duplicate,
+    and the unanswered one gets a synthetic result with no id, which then validates."""
+    from workbench.api.normalize import ApiMessage, Request
+
+    no_id = {"type": "tool_use", "name": "Read", "input": {}}
+    request = Request(
+        (
+            ApiMessage("user", (text("q"),)),
+            ApiMessage("assistant", (no_id, dict(no_id))),
+            ApiMessage("user", (text("ok"),)),
+        )
+    )
+    assert {v.rule for v in validate(request)} == {"duplicate_tool_use_id", "tool_use_without_tool_result"}
+    fixed, repairs = repair(request)
+    assert [(r.kind, r.tool_use_id) for r in repairs] == [
+        ("duplicate_tool_use", None),
+        ("synthetic_tool_result", None),
+    ]
+    assert fixed.messages[2].content[0]["tool_use_id"] is None
+    assert validate(fixed) == []

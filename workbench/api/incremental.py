@@ -50,7 +50,7 @@ from .normalize import (
     post_passes,
     remembered_message,
 )
-from .repair import Repair, repair_step
+from .repair import Repair, ToolId, repair_step
 from .validate import Violation, first_message_rule, message_rules, pairing_at, request_end_rules
 
 __all__ = ["IncrementalCheck"]
@@ -114,8 +114,8 @@ class IncrementalCheck:
         self._use_at: dict[Any, int] = {}
         self._repairs_before: list[int] = [0]
         self._role_before: list[str | None] = [None]
-        self._seen_uses: dict[str, int] = {}
-        self._seen_results: dict[str, int] = {}
+        self._seen_uses: dict[ToolId, int] = {}
+        self._seen_results: dict[ToolId, int] = {}
         # `request_start`: the whole context last time (held) and where its request started
         self._context: list[Record] = []
         self._start = 0

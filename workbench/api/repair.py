@@ -36,6 +36,11 @@ MISSING_RESULT_TEXT = "[Tool result missing due to internal error]"
 NO_CONTENT = "(no content)"
 _SERVER_USES = frozenset({"server_tool_use", "mcp_tool_use"})
 
+# A block's tool_use id, None when the block has none: a missing id is matched like any other (one
+# id-less tool_use pairs with one id-less tool_result), as the reference matches an undefined id and
+# as `validate` counts it.
+ToolId = str | None
+
 
 @dataclass(frozen=True, slots=True)
 class Repair:
@@ -56,11 +61,11 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def _missing_result(tool_use_id: str) -> dict[str, Any]:
+def _missing_result(tool_use_id: ToolId) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": MISSING_RESULT_TEXT, "is_error": True}
 
 
-def _fix_assistant(index: int, message: ApiMessage, seen_uses: dict[str, int], repairs: list[Repair]) -> ApiMessage:
+def _fix_assistant(index: int, message: ApiMessage, seen_uses: dict[ToolId, int], repairs: list[Repair]) -> ApiMessage:
     content: list[Mapping[str, Any]] = []
     before = len(repairs)
     server_results = {b.get("tool_use_id") for b in message.content if str(b.get("type", "")).endswith("_tool_result")}
@@ -85,12 +90,12 @@ def _fix_assistant(index: int, message: ApiMessage, seen_uses: dict[str, int], r
 
 
 def _fix_next(
-    index: int, use_ids: list[str], nxt: ApiMessage, seen_results: dict[str, int], repairs: list[Repair]
+    index: int, use_ids: list[ToolId], nxt: ApiMessage, seen_results: dict[ToolId, int], repairs: list[Repair]
 ) -> ApiMessage | None:
     """The user message after an assistant; None when it emptied and must become ``(no content)``."""
     wanted = set(use_ids)
     kept: list[Mapping[str, Any]] = []
-    present: set[str] = set()
+    present: set[ToolId] = set()
     for block in nxt.content:
         if block.get("type") == "tool_result":
             result_id = block.get("tool_use_id")
@@ -119,8 +124,8 @@ def repair_step(
     i: int,
     messages: Sequence[ApiMessage],
     last_role: str | None,
-    seen_uses: dict[str, int],
-    seen_results: dict[str, int],
+    seen_uses: dict[ToolId, int],
+    seen_results: dict[ToolId, int],
     repairs: list[Repair],
 ) -> list[ApiMessage]:
     """``ensureToolResultPairing``'s loop body for ``messages[i]``: the messages it puts out (none, one, or an
@@ -143,7 +148,7 @@ def repair_step(
             message = ApiMessage("user", content, message.record_uuids, is_meta=message.is_meta)
         return [message]
     fixed = _fix_assistant(i, message, seen_uses, repairs)
-    use_ids = [b.get("id") for b in fixed.content if b.get("type") == "tool_use"]
+    use_ids: list[ToolId] = [b.get("id") for b in fixed.content if b.get("type") == "tool_use"]
     nxt = messages[i + 1] if i + 1 < len(messages) else None
     if nxt is not None and nxt.role == "user":
         fixed_next = _fix_next(i, use_ids, nxt, seen_results, repairs)
@@ -172,8 +177,8 @@ def repair(request: Request) -> tuple[Request, list[Repair]]:
     messages = request.messages
     out: list[ApiMessage] = []
     repairs: list[Repair] = []
-    seen_uses: dict[str, int] = {}
-    seen_results: dict[str, int] = {}
+    seen_uses: dict[ToolId, int] = {}
+    seen_results: dict[ToolId, int] = {}
     for i in range(len(messages)):
         put = repair_step(i, messages, out[-1].role if out else None, seen_uses, seen_results, repairs)
         out.extend(put)

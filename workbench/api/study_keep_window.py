@@ -14,31 +14,40 @@ from __future__ import annotations
 import bisect
 import inspect
 from collections.abc import Iterator, Sequence
+from typing import TypeVar, overload
 
 from ..memory.trigger import ExtractionTrigger
 from ..tokens.context import token_count_with_estimation
-from ..transcript.model import Record, Session
+from ..transcript.model import Session
 from .study_tally import _SessionCuts
 
 __all__ = ["keep_window_cuts"]
 
+T = TypeVar("T")
 
-class _Seen(Sequence[Record]):
+
+class _Seen(Sequence[T]):
     """``records[offset:first] + [records[i] for i in extra]`` without copying (what the extraction
-    trigger observes before each call; it only looks at the end)."""
+    trigger observes before each call, and the token counts beside it; it only looks at the end)."""
 
-    def __init__(self, records: Sequence[Record], offset: int, first: int, extra: Sequence[int]) -> None:
+    def __init__(self, records: Sequence[T], offset: int, first: int, extra: Sequence[int]) -> None:
         self._records, self._offset, self._first, self._extra = records, offset, first, list(extra)
         self._size = first - offset + len(self._extra)
 
     def __len__(self) -> int:
         return self._size
 
-    def _at(self, i: int) -> Record:
+    def _at(self, i: int) -> T:
         body = self._first - self._offset
         return self._records[self._offset + i] if i < body else self._records[self._extra[i - body]]
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
         if isinstance(index, slice):
             return [self._at(i) for i in range(*index.indices(self._size))]
         if index < 0:
@@ -47,10 +56,10 @@ class _Seen(Sequence[Record]):
             raise IndexError(index)
         return self._at(index)
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> Iterator[T]:
         return (self._at(i) for i in range(self._size))
 
-    def __reversed__(self) -> Iterator[Record]:
+    def __reversed__(self) -> Iterator[T]:
         return (self._at(i) for i in range(self._size - 1, -1, -1))
 
 
@@ -62,11 +71,9 @@ def _keep_window(cuts: _SessionCuts, offset: int, end: int, last_summarized: int
     # the defaults of its signature (`inspect.signature`, not ``__kwdefaults__``: a wrapped function, as
     # mutmut's trampoline, has no keyword defaults of its own but keeps the wrapped one's signature)
     defaults = inspect.signature(keep_window).parameters
-    min_tokens, min_text, max_tokens = (
-        defaults["min_tokens"].default,
-        defaults["min_text_block_messages"].default,
-        defaults["max_tokens"].default,
-    )
+    min_tokens: int = defaults["min_tokens"].default
+    min_text: int = defaults["min_text_block_messages"].default
+    max_tokens: int = defaults["max_tokens"].default
     if end <= offset:
         return offset, offset
     start = last_summarized + 1 if last_summarized >= 0 else end
@@ -121,6 +128,6 @@ def keep_window_cuts(session: Session | _SessionCuts) -> list[tuple[int, int, in
             out.append((call.step, offset, naive, start, call.first))
         if trigger is not None:
             seen = _Seen(records, offset, call.first, call.indices)
-            counts = _Seen(rough, offset, call.first, call.indices)  # type: ignore[arg-type]
+            counts = _Seen(rough, offset, call.first, call.indices)
             trigger.observe(seen, tokens=token_count_with_estimation(seen, counts=counts))
     return out

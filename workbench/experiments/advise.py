@@ -97,7 +97,10 @@ class Advice:
 def _ci(value: Any, low: Any, high: Any, unit: str) -> str:
     if value is None or pd.isna(value):
         return "-"
-    fmt = (lambda v: f"{v:+,.2f}") if unit else (lambda v: f"{v:+,.0f}")
+
+    def fmt(v: float) -> str:
+        return f"{v:+,.2f}" if unit else f"{v:+,.0f}"
+
     bounds = "" if low is None or pd.isna(low) else f" [{fmt(low)}, {fmt(high)}]"
     return f"{unit}{fmt(value)}{bounds}" if unit else f"{fmt(value)}{bounds}"
 

@@ -132,23 +132,24 @@ def make_executor(name: str = "local", workers: int | None = None) -> Iterator[E
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - dask is a declared dependency
             raise RuntimeError("the dask executors need `pip install 'dask[distributed]'`") from exc
+        # distributed's LocalCluster, Client and Client.get_executor have no annotations
         if kind == "dask-local":
             with (
-                LocalCluster(
+                LocalCluster(  # type: ignore[no-untyped-call]
                     n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
                 ) as cluster,
-                Client(cluster) as client,
+                Client(cluster) as client,  # type: ignore[no-untyped-call]
             ):
                 yield client.get_executor(pure=False)
         else:
             address = "tcp://" + name.split("://", 1)[1]
             _probe(name, address)
             try:
-                client = Client(address, timeout=CONNECT_TIMEOUT_S)
+                client = Client(address, timeout=CONNECT_TIMEOUT_S)  # type: ignore[no-untyped-call]
             except (OSError, TimeoutError) as exc:
                 raise ExecutorError(
                     f"{name}: no dask scheduler answered at {address} within {CONNECT_TIMEOUT_S} s "
                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
                 ) from None
             with client:
-                yield client.get_executor(pure=False)
+                yield client.get_executor(pure=False)  # type: ignore[no-untyped-call]

@@ -66,8 +66,8 @@ class SlicedChannel(AsyncZMQSocketChannel):
 class StallFreeKernelClient(AsyncKernelClient):
     """`AsyncKernelClient` with `SlicedChannel` shell and IOPub channels."""
 
-    shell_channel_class = Type(SlicedChannel)  # type: ignore[assignment]
-    iopub_channel_class = Type(SlicedChannel)  # type: ignore[assignment]
+    shell_channel_class = Type(SlicedChannel)
+    iopub_channel_class = Type(SlicedChannel)
 
 
 class StallFreeKernelManager(AsyncKernelManager):
@@ -76,7 +76,9 @@ class StallFreeKernelManager(AsyncKernelManager):
 
     # AsyncKernelManager gives ``client_factory`` a default of its own, so both traits are set here.
     client_class: DottedObjectName = DottedObjectName(f"{__name__}.StallFreeKernelClient")
-    client_factory: Type = Type(default_value=StallFreeKernelClient, klass=AsyncKernelClient)
+    client_factory: Type[type[AsyncKernelClient], type[AsyncKernelClient]] = Type(
+        default_value=StallFreeKernelClient, klass=AsyncKernelClient
+    )
 
 
 def client_kwargs() -> dict[str, Any]:

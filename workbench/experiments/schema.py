@@ -172,8 +172,9 @@ def _values(table: str, name: str, kind: pa.DataType, values: list[Any]) -> pa.A
             return pa.array(values, type=kind, from_pandas=True)
         chunks, chunk, entries = [], [], 0
         for value in values:
-            chunk.append(None if value is None else [str(x) for x in value])
-            entries += 0 if value is None else len(chunk[-1])
+            strings = None if value is None else [str(x) for x in value]
+            chunk.append(strings)
+            entries += 0 if strings is None else len(strings)
             if entries >= LIST_CHUNK_ENTRIES:
                 chunks.append(pa.array(chunk, type=kind, from_pandas=True))
                 chunk, entries = [], 0

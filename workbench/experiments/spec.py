@@ -62,8 +62,8 @@ __all__ = [
     "resolve_spec",
 ]
 
-METRIC_FAMILIES = ("savings", "validity", "cost", "fidelity")
 MetricName = Literal["savings", "validity", "cost", "fidelity"]
+METRIC_FAMILIES: tuple[MetricName, ...] = ("savings", "validity", "cost", "fidelity")
 
 #: Default limit on a spec's grid points (override per spec or per call).
 MAX_GRID_POINTS = 10_000
@@ -255,10 +255,6 @@ def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dic
     seen: set[tuple[str, str]] = set()
     for index, item in enumerate(spec.strategies):
         where = f"strategies[{index}]"
-        try:
-            cls = get_strategy(item.name) if item.name != "*" else None
-        except ValueError as exc:
-            raise SpecError(f"{path}: {where}.name: {exc}") from None
         if item.name == "*":
             if item.config or item.grid:
                 raise SpecError(f"{path}: {where}.name: '*' (every registered strategy) takes no config or grid")
@@ -270,6 +266,10 @@ def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dic
                     seen.add((name, canonical_json(resolved)))
                     points.append(GridPoint(name, {}, resolved))
             continue
+        try:
+            cls = get_strategy(item.name)
+        except ValueError as exc:
+            raise SpecError(f"{path}: {where}.name: {exc}") from None
         base = nest(item.config)
         keys = list(item.grid)
         for key in keys:
@@ -292,10 +292,10 @@ def _points(spec: ExperimentSpec, path: Path) -> tuple[list[GridPoint], list[dic
                 raise SpecError("\n".join(messages)) from None
             from ..transcript.model import canonical_json
 
-            key = (item.name, canonical_json(resolved))
-            if key in seen:
+            point_key = (item.name, canonical_json(resolved))
+            if point_key in seen:
                 continue
-            seen.add(key)
+            seen.add(point_key)
             points.append(GridPoint(item.name, passed, resolved))
     return points, skipped
 

@@ -166,7 +166,8 @@ def _pooled(frame: pd.DataFrame, column: str, weights: np.ndarray) -> np.ndarray
         bottom = weights @ frame[den].to_numpy(dtype=float)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), empty)
-    return weights @ frame[column].astype(float).fillna(0.0).to_numpy()
+    pooled: np.ndarray = weights @ frame[column].astype(float).fillna(0.0).to_numpy()
+    return pooled
 
 
 def _intervals(

@@ -200,8 +200,7 @@ def _worklog(facts: SessionFacts, n: int) -> list[str]:
 
 
 def _dedupe(items: list[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in items if not (x in seen or seen.add(x))]
+    return list(dict.fromkeys(items))
 
 
 def _merge(previous: list[str], new: list[str]) -> list[str]:

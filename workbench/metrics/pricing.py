@@ -66,9 +66,6 @@ class Price:
     source: str = "table"  # "table" (workbench/data/pricing.csv) or "genai-prices <version>"
 
 
-_KINDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
-
-
 def _optional(value: str | None) -> float | None:
     return float(value) if value not in (None, "") and str(value).strip() else None
 
@@ -117,7 +114,11 @@ def load_pricing(path: str | None = None) -> dict[str, Price]:
             float(row["cache_read"]),
             float(row["output"]),
             row.get("certain", "yes").strip() == "yes",
-            *(_optional(row.get(f"{kind}_200k")) for kind in _KINDS),
+            input_200k=_optional(row.get("input_200k")),
+            cache_write_5m_200k=_optional(row.get("cache_write_5m_200k")),
+            cache_write_1h_200k=_optional(row.get("cache_write_1h_200k")),
+            cache_read_200k=_optional(row.get("cache_read_200k")),
+            output_200k=_optional(row.get("output_200k")),
         )
     return table
 

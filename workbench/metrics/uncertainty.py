@@ -67,7 +67,7 @@ def _columns(metric: str) -> list[str]:
 
 def _statistic(num: np.ndarray, den: np.ndarray | None, empty: float | None) -> np.ndarray:
     """Pooled statistic per resample row: sums over axis 1."""
-    total = num.sum(axis=-1)
+    total: np.ndarray = num.sum(axis=-1)
     if den is None:
         return total.astype(float)
     whole = den.sum(axis=-1).astype(float)
@@ -214,7 +214,7 @@ def paired_differences(
                     difference=None if np.isnan(point) else float(point),
                     ci_low=low,
                     ci_high=high,
-                    significant=None if low is None else bool(low > 0 or high < 0),
+                    significant=None if low is None or high is None else bool(low > 0 or high < 0),
                 )
             rows.append(row)
     return pd.DataFrame(rows, columns=columns)

@@ -76,7 +76,7 @@ def validity_events(events: pd.DataFrame | None) -> pd.DataFrame:
 
 def validity_rules(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
     """Long frame: session × strategy × config_hash × scope × rule → count."""
-    rows = []
+    rows: list[dict[str, object]] = []
     for scope, frame in (("step", validity_steps(steps)), ("compaction", validity_events(events))):
         for keys, group in frame.groupby(KEYS):
             counts = Counter(rule for value in group["violation_rules"] for rule in _rules(value))

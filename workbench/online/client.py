@@ -221,7 +221,8 @@ def _describe(exc: Exception, client: Any) -> _Failure:
 
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body if isinstance(exc.body, Mapping) else {}
-        error = body.get("error") if isinstance(body.get("error"), Mapping) else {}
+        error_value = body.get("error")
+        error: Mapping[str, Any] = error_value if isinstance(error_value, Mapping) else {}
         api_message = error.get("message") if isinstance(error.get("message"), str) else None
         headers = {k.lower(): v for k, v in exc.response.headers.items()}
         status = exc.status_code
@@ -233,7 +234,7 @@ def _describe(exc: Exception, client: Any) -> _Failure:
     return _Failure(redact(f"{type(exc).__name__}: {exc}", client), None, type(exc).__name__, None, None)
 
 
-def _split_extra(send: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+def _split_extra(send: Callable[..., Any], params: Mapping[str, Any]) -> Mapping[str, Any]:
     """Parameters the installed SDK's method does not name (e.g. ``temperature`` in SDK 2.x) go to the
     API through ``extra_body`` instead of failing with a TypeError; the request body is the same."""
     import inspect
@@ -286,7 +287,8 @@ def call_api(
         except _Deadline:
             failure = _Failure(f"no complete response within {policy.total_timeout:g} s", None, "timeout", None, None)
         else:
-            return _redacted(response.model_dump(mode="json", exclude_none=True), client)
+            body: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
+            return {k: _redacted(v, client) for k, v in body.items()}
         retry = policy.retryable(failure.status) and attempt < policy.max_attempts
         if not retry:
             break

@@ -212,7 +212,7 @@ def answer_probes(
     caller = _caller(model, client, cache, retry)
     answers: list[Answer] = []
     for probe in probes:
-        content = [
+        content: list[dict[str, Any]] = [
             {"type": "text", "text": f"<context>\n{context}\n</context>", "cache_control": {"type": "ephemeral"}},
             {"type": "text", "text": ANSWER_INSTRUCTION.format(question=probe.question)},
         ]

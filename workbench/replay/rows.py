@@ -130,7 +130,7 @@ def event_row(
 def recorded_events(
     session: Session, strategy: Strategy, records: Sequence[Record], calls: Sequence[Any], size: UncompactedSize
 ) -> list[dict[str, Any]]:
-    events = []
+    events: list[dict[str, Any]] = []
     for index, record in enumerate(records):
         if not record.is_compact_boundary:
             continue

@@ -4,8 +4,9 @@ real-tokens-per-estimated-token ratio, and per-record counts computed only when 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
+from typing import overload
 
 from ..tokens.cache import cached_estimator
 from ..tokens.context import get_token_usage, prompt_tokens, usage_tokens
@@ -202,11 +203,17 @@ class LazyCounts(Sequence[int]):
             self._values = self._table.of(self._items)
         return self._values
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[int, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> int | tuple[int, ...]:
         return self._resolve()[index]
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def __iter__(self):  # type: ignore[no-untyped-def,override]
+    def __iter__(self) -> Iterator[int]:
         return iter(self._resolve())

@@ -73,9 +73,10 @@ class _Writer:
 
     def emit(self, line: dict[str, Any], *, chain: bool = True) -> str:
         self.lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+        uuid: str = line["uuid"]
         if chain:
-            self.parent = line["uuid"]
-        return line["uuid"]
+            self.parent = uuid
+        return uuid
 
     def count(self, text: str) -> None:
         self.rough += round(len(text) / 4)

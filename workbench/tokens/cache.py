@@ -228,7 +228,7 @@ class CachedEstimator:
         with self._lock:
             db = self._db or self._connect()
             sequence = _sequence_key(keys) if db is not None and len(keys) >= _SEQUENCE_MIN else None
-            if sequence is not None:
+            if sequence is not None and db is not None:
                 stored = self._read_sequence(db, sequence, len(keys))
                 if stored is not None:
                     self.stats.sequence_hits += 1
@@ -240,7 +240,9 @@ class CachedEstimator:
             found: dict[str, int] = {key: memo[key] for key in keys if key in memo}
             unique = [key for key in dict.fromkeys(keys) if key not in memo]
             try:
-                for start in range(0, len(unique), _BATCH) if db is not None else ():
+                for start in range(0, len(unique), _BATCH):
+                    if db is None:
+                        break
                     chunk = unique[start : start + _BATCH]
                     marks = ",".join("?" * len(chunk))
                     rows = db.execute(

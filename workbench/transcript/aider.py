@@ -121,7 +121,8 @@ def parse_history(text: str, *, source: str, stem: str, replaced: bool = False) 
         models: list[str] = []
         for index, (kind, start, end) in enumerate(group):
             block_lines = lines[start : end + 1]
-            raw = {"type": kind, "start_line": start + 1, "end_line": end + 1, "text": "\n".join(block_lines)}
+            block_text = "\n".join(block_lines)
+            raw = {"type": kind, "start_line": start + 1, "end_line": end + 1, "text": block_text}
             blocks, string_content = _content(kind, block_lines)
             subtype = timestamp = None
             if kind == "session_start":
@@ -135,7 +136,7 @@ def parse_history(text: str, *, source: str, stem: str, replaced: bool = False) 
             elif kind == "user":
                 body = blocks[0].text
                 subtype = "command" if body.startswith("/") else "confirm" if "(Y)es/(N)o" in body else None
-            if replaced and "\ufffd" in raw["text"]:
+            if replaced and "\ufffd" in block_text:
                 skipped.append(
                     Skip(source, start + 1, f"{kind} block (lines {start + 1}-{end + 1}) holds invalid UTF-8")
                 )

@@ -39,6 +39,7 @@ def _records(request: dict[str, Any], source: str, prefix: str) -> tuple[list[Re
         if role not in ("user", "assistant"):
             skipped.append(Skip(source, index + 1, f"{where}: role must be 'user' or 'assistant', found {role!r}"))
             continue
+        blocks: tuple[Block, ...]
         if isinstance(content, str):
             blocks, string_content = (Block.text_block(content),), True
         elif isinstance(content, list):

@@ -16,8 +16,17 @@ __all__ = ["Loader"]
 
 @runtime_checkable
 class Loader(Protocol):
-    name: str
-    suffixes: tuple[str, ...]
+    # Read-only members: a loader's plain class attributes (``suffixes = (".jsonl",)``, typed as a
+    # fixed-length tuple) satisfy them, which mutable protocol attributes, being invariant, would not.
+    @property
+    def name(self) -> str:
+        """The loader's unique name, by which ``format=`` selects it."""
+        ...
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """File-name endings this loader may read; `sniff` decides among files that end so."""
+        ...
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """True when this loader recognises the file from its name and first bytes."""

@@ -68,9 +68,11 @@ def _record(event: Any, sid: str, source: str, index: int, seen_responses: set[s
     if action is None and observation is None:
         raise _EventError("event has neither 'action' nor 'observation'")
     source_name = _str(event.get("source"))
-    args = event.get("args") if isinstance(event.get("args"), Mapping) else {}
+    args_value = event.get("args")
+    args: Mapping[str, Any] = args_value if isinstance(args_value, Mapping) else {}
     meta, response, message = _response(event)
     call_id = _str(meta.get("tool_call_id"))
+    blocks: tuple[Block, ...]
     kind, role, blocks, string_content = "event", None, (), False
     message_id = usage = model = None
     if action is not None and call_id and source_name == "agent":
@@ -85,7 +87,8 @@ def _record(event: Any, sid: str, source: str, index: int, seen_responses: set[s
             usage = normalize_usage(response.get("usage"))
             if message_id:
                 seen_responses.add(message_id)
-        calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
+        calls_value = message.get("tool_calls")
+        calls: list[Any] = calls_value if isinstance(calls_value, list) else []
         call = next((c for c in calls if isinstance(c, Mapping) and c.get("id") == call_id), None)
         if call is not None and isinstance(call.get("function"), Mapping):
             tool_input = parse_arguments(call["function"].get("arguments"))

@@ -41,6 +41,7 @@ def pooled_summaries(
     computed = pool.ordered_map(_summary_task, tasks, min(workers, len(tasks))) if tasks else iter(())
     done_errors = done_ignored = 0
     for (path, _, errors, ignored), hit in zip(files, known, strict=True):
+        found: FileSummary | None
         if hit is not None:
             found, part = hit, LoadReport(files=[str(path)])
         else:

@@ -324,6 +324,7 @@ def _load_file(
 
         return [check_session(s) for s in (forced or get_loader(name)).load(path)]
 
+    result: FileSummary | list[Session]
     try:
         if summary:
             result = cached_summary(path, name, load, keep_sessions=summary == "keep")

@@ -58,12 +58,14 @@ def _record(entry: Any, index: int, sid: str, source: str, ids: ToolIds, model: 
     role = entry.get("role")
     blocks, string_content = _text_blocks(entry.get("content"))
     subtype = entry.get("message_type") if isinstance(entry.get("message_type"), str) else None
-    kind = role
+    kind: str
     if role == "system":
-        pass
+        kind = "system"
     elif role == "user":
+        kind = "user"
         subtype = "demonstration" if entry.get("is_demo") else subtype
     elif role == "assistant":
+        kind = "assistant"
         thinking = entry.get("thinking_blocks")
         extra = tuple(Block.from_raw(b) for b in thinking) if isinstance(thinking, list) else ()
         calls = entry.get("tool_calls")

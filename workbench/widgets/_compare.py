@@ -227,7 +227,7 @@ class StrategyComparison:
         with self.output:
             self.output.clear_output(wait=True)
             fig = plot_timelines(self.steps, self.session.value, list(self.pick.value))
-            display(fig)
+            display(fig)  # type: ignore[no-untyped-call]  # IPython's display has no annotations
             plt.close(fig)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

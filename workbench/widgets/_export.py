@@ -44,7 +44,7 @@ def export_notebook_html(executed_ipynb: str | Path, out_html: str | Path, *, th
 
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
-    nb = nbformat.read(str(executed_ipynb), as_version=4)
+    nb = nbformat.read(str(executed_ipynb), as_version=4)  # type: ignore[no-untyped-call]  # nbformat has no annotations
     assets = out.parent / f"{out.stem}_files"
     has_widgets = "application/vnd.jupyter.widget-state+json" in nb.metadata.get("widgets", {})
     if has_widgets:
@@ -56,7 +56,7 @@ def export_notebook_html(executed_ipynb: str | Path, out_html: str | Path, *, th
         for item in WIDGET_ASSETS.iterdir():
             if item.suffix in (".js", ".woff2", ".txt"):
                 shutil.copy2(item, assets / item.name)
-    exporter = HTMLExporter(
+    exporter = HTMLExporter(  # type: ignore[no-untyped-call]  # nor does nbconvert's HTMLExporter constructor
         template_name="lab",
         theme=theme,
         widget_renderer_url=f"{assets.name}/embed.js",

@@ -16,10 +16,11 @@ Indices in a `KeepWindowState` are into ``session.conversation()``. The message 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import accumulate
-from typing import Literal
+from typing import Any, Literal
 
 from ..api.invariants import Move, explain_adjustment
 from ..api.study import cut_request
@@ -49,7 +50,7 @@ class SessionIndex:
     offsets: tuple[int, ...]
     summarized: tuple[int | None, ...]
     thinking: tuple[bool, ...]
-    originals: dict[str, tuple] = field(repr=False)
+    originals: dict[str, tuple[Mapping[str, Any], ...]] = field(repr=False)
     validation_cache: dict[tuple[int, int, int], tuple[Violation, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -249,7 +250,8 @@ def keep_window_model(
     offset, end = index.offsets[step], index.calls[step].first
     floor = offset + 1 if records[offset].is_compact_boundary else offset
     last = index.summarized[step] if summarized == "trigger" else None
-    common = dict(
+    state = partial(
+        KeepWindowState,
         session_id=index.session_id,
         step=step,
         steps=index.steps,
@@ -263,8 +265,7 @@ def keep_window_model(
         thinking=index.thinking[step],
     )
     if last == -1:
-        return KeepWindowState(
-            **common,
+        return state(
             naive_start=-1,
             pair_start=-1,
             start=-1,
@@ -298,8 +299,7 @@ def keep_window_model(
     if validate_cuts:
         naive_violations = index.violations(step, naive)
         adjusted_violations = naive_violations if adjusted == naive else index.violations(step, adjusted)
-    return KeepWindowState(
-        **common,
+    return state(
         naive_start=naive,
         pair_start=offset + pair_start,
         start=adjusted,

@@ -301,7 +301,8 @@ class MemorySectionsView:
 
     @property
     def snapshot(self) -> MemorySnapshot:
-        return self.snapshots[self.pick.value]
+        index: int = self.pick.value
+        return self.snapshots[index]
 
     def diffs(self) -> list[SectionDiff]:
         """The diff from the previous extraction to the selected one (all of it for the first)."""
