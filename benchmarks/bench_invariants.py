@@ -6,7 +6,7 @@ same shapes. The study is timed on k = 1, 2, 4 (after one untimed run each; the 
 runs each, alternating k so the load of the machine falls on all of them), and the scaling exponent
 ``log(t_k / t_1) / log k`` is printed: 1 is linear, 2 quadratic. Target:
 near-linear (exponent well below 1.5).
-The direct computation (`workbench.api.study_reference`, the algorithm before) is timed on k = 1 too,
+The direct computation (`workbench.studies.reference`, the algorithm before) is timed on k = 1 too,
 unless ``--no-reference``; both results are compared (they must be identical).
 
 Usage: ``python benchmarks/bench_invariants.py [CORPUS_PATH] [--k 1,2,4] [--repeat 3] [--no-reference] [--json]``.
@@ -65,8 +65,8 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["WORKBENCH_CACHE_DIR"] = str(Path(tmp) / "cache")
-        from workbench.api.study import invariants_report
-        from workbench.api.study_reference import reference_invariants_report
+        from workbench.studies.naive_cut import invariants_report
+        from workbench.studies.reference import reference_invariants_report
         from workbench.transcript import load_paths
 
         sources = sorted(p for p in corpus.rglob("*.jsonl"))

@@ -1,7 +1,7 @@
 """Benchmark: the engine's incremental request check against a check from scratch at every call.
 
 Masking strategies change their context before every API call, so the engine checks it (normalize,
-validate, count repairs) at every call. `workbench.api.incremental.IncrementalCheck` redoes that only
+validate, count repairs) at every call. `workbench.request.incremental.IncrementalCheck` redoes that only
 from the first change. This replays one `workbench.synthetic` session of each ``--calls`` size (written
 to a temporary folder, its token counts warm) through each masking strategy twice, alternating
 ``--repeat`` times: with the engine's incremental check, and with ``check_request`` from scratch with the

@@ -21,8 +21,8 @@ Your own strategy: subclass `wb.Strategy` (a frozen `wb.StrategyConfig`, ``compa
 
 Names are resolved on first use, so ``import workbench`` stays cheap (no pandas, no matplotlib).
 
-Three verbs share their name with a module of the package (``wb.replay`` / `workbench.replay`,
-``wb.report`` / `workbench.report`, ``wb.strategies`` / `workbench.strategies`). They are callables that
+Two verbs share their name with a package of the workbench (``wb.replay`` / `workbench.replay`,
+``wb.strategies`` / `workbench.strategies`). They are callables that
 also stand for the module: calling one runs the verb, an attribute is looked up in the module
 (``wb.replay.replay_session``), and ``from workbench.replay import …`` imports the module as always.
 """
@@ -34,7 +34,7 @@ import importlib
 import sys
 import types
 
-__version__ = "0.1.0"
+from .util.version import __version__
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would double this module's import time
 if TYPE_CHECKING:
@@ -99,7 +99,8 @@ _LAZY = {
     "register": "workbench.strategies.registry",
     "config_label": "workbench.strategies.labels",
     "TuneResult": "workbench.experiments.tune_result",
-    **{name: "workbench._public" for name in ("PlotAccessor", "Report", "Runs", "Sessions", "load", "strategy")},
+    **{name: "workbench._public" for name in ("PlotAccessor", "Report", "Runs", "Sessions", "load", "report")},
+    **{name: "workbench._public" for name in ("strategy",)},
     **{name: "workbench._public" for name in ("InvariantStudy", "advise", "check", "invariants", "sweep", "tune")},
 }
 
@@ -161,7 +162,7 @@ def _reduce_package(module: types.ModuleType) -> tuple[Any, tuple[str]]:
 
 copyreg.pickle(_Package, _reduce_package)
 
-_VERBS = ("replay", "report", "strategies")
+_VERBS = ("replay", "strategies")
 for _name in _VERBS:
     globals()[_name] = _Verb(_name)
 sys.modules[__name__].__class__ = _Package

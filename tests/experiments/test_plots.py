@@ -3,10 +3,10 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from workbench import plots
 from workbench.experiments import ResultStore, run_sweep
 from workbench.experiments.tables import cell_table, config_table
 from workbench.metrics import validity_rules
+from workbench.reporting import plots
 
 from .conftest import TINY, write_spec
 

@@ -24,7 +24,9 @@ def test_the_code_digest_covers_metrics_data_and_the_engine_not_the_widgets(tmp_
         ("experiments/tables.py", True),  # the tables built from the store
         ("replay/engine.py", True),
         ("widgets/__init__.py", False),  # presentation only
-        ("plots.py", False),
+        ("reporting/plots.py", False),
+        ("reporting/render.py", False),
+        ("reporting/report.py", True),
     ):
         path = package / edited
         original = path.read_bytes()

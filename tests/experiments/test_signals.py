@@ -1,6 +1,6 @@
 """A sweep's worker processes end with their driver, whatever signal ends it: SIGTERM is an orderly stop
 (exit 143, what finished is stored, a re-run resumes), and a driver killed outright (SIGKILL) leaves no
-worker blocked forever (the kernel's parent-death signal, `workbench.pool.die_with_parent`)."""
+worker blocked forever (the kernel's parent-death signal, `workbench.util.pool.die_with_parent`)."""
 
 from __future__ import annotations
 

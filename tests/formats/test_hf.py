@@ -9,9 +9,9 @@ import pytest
 
 datasets = pytest.importorskip("datasets")
 
+from workbench.tokens.datasets import add_token_counts  # noqa: E402
 from workbench.transcript import Session, TranscriptError, detect, load_paths  # noqa: E402
 from workbench.transcript.hf import (  # noqa: E402
-    add_token_counts,
     corpus_to_dataset,
     dataset_to_sessions,
     load_dataset_sessions,

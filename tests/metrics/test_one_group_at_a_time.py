@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from cli_helpers import run_cli
 
-from workbench.report import report
+from workbench.reporting.report import report
 from workbench.synthetic import generate_session
 from workbench.transcript import LoadReport, Session, groups, load_paths, registry
 

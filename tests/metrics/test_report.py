@@ -3,7 +3,7 @@ import json
 import pytest
 
 from workbench.replay import replay_frames, replay_sessions
-from workbench.report import load_results, render_report, report, write_manifest
+from workbench.reporting.report import load_results, render_report, report, write_manifest
 from workbench.strategies import create
 
 HEADLINE = {"tokens_saved", "peak_context_tokens", "violations", "needed_recall", "dropped_recall", "cost_usd"}

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from workbench.replay import replay_frames, replay_sessions
-from workbench.report import render_report, report, write_manifest
+from workbench.reporting.report import render_report, report, write_manifest
 from workbench.strategies import create
 from workbench.transcript import load_paths
 

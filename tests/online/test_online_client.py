@@ -12,7 +12,6 @@ import pytest
 from fake_anthropic import COUNT_PATH, FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
 from online_records import session, user
 
-from workbench.cache import cache_root
 from workbench.online import (
     API_KEY_ENV,
     CountTokensEstimator,
@@ -27,6 +26,7 @@ from workbench.online import (
     request_key,
 )
 from workbench.online.client import call_api
+from workbench.util.cache import cache_root
 
 FAST = RetryPolicy(max_attempts=3, initial_delay=0.01, max_delay=0.05)
 

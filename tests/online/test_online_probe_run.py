@@ -14,7 +14,7 @@ from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic
 from test_online_probes import GENERATED, scripted
 
 from workbench.replay import replay_frames, replay_sessions
-from workbench.report import report, write_manifest
+from workbench.reporting.report import report, write_manifest
 from workbench.strategies import create
 from workbench.transcript import load_paths
 

@@ -12,18 +12,9 @@ import pytest
 from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
 from online_records import SESSION, session, user
 
-from workbench.online import (
-    PROBE_KINDS,
-    MissingAPIKeyError,
-    OnlineAPIError,
-    ResponseCache,
-    RetryPolicy,
-    generate_probes,
-    grade,
-    parse_json_reply,
-    probe_event,
-)
-from workbench.online.probes import (
+from workbench.online import MissingAPIKeyError, OnlineAPIError, ResponseCache, RetryPolicy
+from workbench.probes import PROBE_KINDS, generate_probes, grade, parse_json_reply, probe_event
+from workbench.probes.generate import (
     ANSWER_SYSTEM,
     FRAME_COLUMNS,
     GENERATE_SYSTEM,

@@ -65,7 +65,7 @@ def test_a_main_module_strategy_runs_in_replay_and_every_executor(tmp_path):
             if __name__ == "__main__":
                 corpus = wb.load({str(DATA)!r}, progress=False)
                 runs = wb.replay(corpus, ["none", KeepTail, wb.strategy(KeepTail, keep=80)], progress=False)
-                import workbench.pool as pool
+                import workbench.util.pool as pool
 
                 original, pool.start_method = pool.start_method, lambda: "spawn"  # workers without this class
                 spawned = wb.replay(corpus, ["none", KeepTail, wb.strategy(KeepTail, keep=80)], progress=False,

@@ -1,6 +1,6 @@
 """An event names what it kept by ``kept_uuids`` or, when shorter, by ``not_kept_uuids`` (`workbench.replay.rows`).
 
-Both read back (`kept_uuid_set`, `workbench.online.probes.event_contexts`) to the records the engine kept:
+Both read back (`kept_uuid_set`, `workbench.probes.generate.event_contexts`) to the records the engine kept:
 checked on arbitrary histories (hypothesis), and on every real Claude Code session replayed by strategies that
 compact in place (masking, clearing) and by cutting, through ``--out``'s parquet files read back with pandas.
 """
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from synthetic import make_session
 
-from workbench.online.probes import event_contexts
+from workbench.probes.generate import event_contexts
 from workbench.replay import replay_session
 from workbench.replay.frames import FrameWriter
 from workbench.replay.kept import KeptIndex

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.isolation import SessionFailure
 from workbench.replay.parallel import ParallelReplay, replay_loaded_group
 from workbench.strategies import Strategy, create
 from workbench.transcript import LoadReport, TranscriptError
 from workbench.transcript.groups import load_groups
+from workbench.transcript.isolation import SessionFailure
 
 ROOT = Path(__file__).resolve().parents[2]
 

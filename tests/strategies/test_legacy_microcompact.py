@@ -14,13 +14,13 @@ from helpers import view_of
 from record_builders import assistant, call, result, user
 
 import workbench.replay.reproduction as reproduction
-from workbench.api.normalize import is_sent
 from workbench.replay.engine import replay_session
 from workbench.replay.reproduction import (
     microcompact_reproduction,
     recorded_microcompacts,
     reproduce_microcompacts,
 )
+from workbench.request.normalize import is_sent
 from workbench.strategies import create
 from workbench.strategies.microcompact import (
     TOOL_RESULT_CLEARED_MESSAGE,

@@ -24,8 +24,8 @@ import pytest
 from helpers import view_of  # also puts tests/replay on sys.path
 from synthetic import make_session
 
-from workbench.api.normalize import is_sent
 from workbench.replay import replay_session
+from workbench.request.normalize import is_sent
 from workbench.strategies import create
 from workbench.strategies.base import Compaction, ContextView, Strategy, for_window
 from workbench.strategies.context_editing import ClearState, ClearThinking, ClearToolUses, cleared_record

@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers import view_of
 from record_builders import call, result, user
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "request"))
 
 from api_records import assistant, system, text, tool_result, tool_use
 from api_records import user as api_user
@@ -209,7 +209,7 @@ def test_last_api_response_and_the_slice_after_the_last_boundary() -> None:
 
 
 def test_adjustment_moves_describe_themselves() -> None:
-    from workbench.api.invariants import Move
+    from workbench.request.invariants import Move
 
     assert Move("tool_pair", "t1", 2, 5).describe() == "tool pair t1: kept tool_result in #5 needs its tool_use in #2"
     assert Move("split_response", "X", 1, 3).describe() == (
@@ -378,7 +378,7 @@ def test_the_sibling_walk_crosses_interleaved_results() -> None:
 
 
 def test_what_ends_a_tool_loop_for_the_thinking_aware_cut() -> None:
-    from workbench.api.invariants import _is_prompt, _starts_with_thinking
+    from workbench.request.invariants import _is_prompt, _starts_with_thinking
 
     assert _is_prompt(api_user("fix it")) and _is_prompt(api_user(text("fix it"), tool_result("a")))
     assert _is_prompt(system("local_command", "<local-command-stdout>ok</local-command-stdout>"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers import view_of
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "request"))
 
 from api_records import assistant, system, text, thinking, tool_result, tool_use, user
 
@@ -188,7 +188,7 @@ def test_precomputed_counts_give_the_same_estimate() -> None:
 
 # ---------------------------------------------------------------- the adjustment's reasons (docs §2.5)
 def test_the_worked_example_with_its_reasons() -> None:
-    from workbench.api.invariants import Move, explain_adjustment
+    from workbench.request.invariants import Move, explain_adjustment
 
     records = [
         user("q"),
@@ -204,7 +204,7 @@ def test_the_worked_example_with_its_reasons() -> None:
 
 
 def test_the_pair_walk_reaches_index_zero_and_finds_every_missing_use() -> None:
-    from workbench.api.invariants import adjust_to_api_invariants
+    from workbench.request.invariants import adjust_to_api_invariants
 
     assert adjust_to_api_invariants([assistant("X", tool_use("a")), user(tool_result("a"))], 1) == 0
     records = [
@@ -217,7 +217,7 @@ def test_the_pair_walk_reaches_index_zero_and_finds_every_missing_use() -> None:
 
 
 def test_the_stand_in_summary_record() -> None:
-    from workbench.api.invariants import SUMMARY_TEXT, summary_record
+    from workbench.request.invariants import SUMMARY_TEXT, summary_record
 
     record = summary_record()
     assert (record.kind, record.role, record.string_content, record.has_content) == ("user", "user", True, True)
@@ -372,7 +372,7 @@ def test_register_estimator_adds_a_factory(monkeypatch) -> None:  # type: ignore
 
 
 def test_the_thinking_aware_cut_may_land_exactly_on_the_floor() -> None:
-    from workbench.api.invariants import adjust_for_thinking
+    from workbench.request.invariants import adjust_for_thinking
 
     records = [
         user("q"),  # 0
@@ -437,7 +437,7 @@ def test_tool_result_tokens_adds_every_part() -> None:
 
 
 def test_explain_adjustment_edges() -> None:
-    from workbench.api.invariants import adjust_to_api_invariants, explain_adjustment
+    from workbench.request.invariants import adjust_to_api_invariants, explain_adjustment
 
     records = [
         user("q"),

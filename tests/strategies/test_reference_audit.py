@@ -7,9 +7,9 @@ import pytest
 from helpers import view_of
 from record_builders import call, result, say, user
 
-from workbench.api.invariants import adjust_to_api_invariants
 from workbench.memory.template import SessionMemory
 from workbench.replay.sizes import UncompactedSize
+from workbench.request.invariants import adjust_to_api_invariants
 from workbench.strategies import claude_code, create, sm_compact
 from workbench.strategies.full_compact import FullCompactConfig, post_compact_file_attachments
 from workbench.strategies.microcompact import TimeBasedConfig, time_based_microcompact

@@ -3,7 +3,7 @@
 * usage of NaN / 1e999 / 10**30 crashed ``replay`` (every strategy), ``invariants`` and ``tokens`` for the
   whole folder: it is now a warning at load and the value counts as missing;
 * any session a command fails on is reported (file, session, reason) and the others finish
-  (`workbench.isolation`), exit 0 when one succeeded, 1 when none did;
+  (`workbench.transcript.isolation`), exit 0 when one succeeded, 1 when none did;
 * a lone surrogate crashed every compacting strategy;
 * bad ``--set`` values are usage errors (exit 2), a corrupt run folder is left out of ``report``.
 """
@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 from hostile import cli, write_claude
 
-from workbench import isolation
-from workbench.isolation import SessionFailure, each_session, over_sessions
-from workbench.transcript import load_paths
+from workbench.transcript import isolation, load_paths
+from workbench.transcript.isolation import SessionFailure, each_session, over_sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD_USAGE = {"nan": "NaN", "inf": "1e999", "huge": str(10**30)}
@@ -103,7 +102,7 @@ def test_aggregate_commands_isolate_the_failing_session(tmp_path: Path, monkeypa
     folder = tmp_path / "corpus"
     write_claude(folder / "a.jsonl", "s-a")
     write_claude(folder / "b.jsonl", "s-b")
-    study = importlib.import_module("workbench.api.study")
+    study = importlib.import_module("workbench.studies.naive_cut")
 
     for name in ("ValidateStudy", "InvariantsStudy"):
         cls = getattr(study, name)
@@ -225,7 +224,7 @@ def test_report_leaves_a_corrupt_run_folder_out(tmp_path: Path) -> None:
 def test_recovery_reports_a_failing_session_and_measures_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``workbench recovery`` maps over sessions through `workbench.isolation` like the other commands."""
+    """``workbench recovery`` maps over sessions through `workbench.transcript.isolation` like the other commands."""
     folder = tmp_path / "corpus"
     write_claude(folder / "a.jsonl", "s-a")
     write_claude(folder / "b.jsonl", "s-b")

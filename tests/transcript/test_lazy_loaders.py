@@ -53,7 +53,7 @@ def test_a_warm_ingest_imports_no_loader(tmp_path: Path) -> None:
     assert {"workbench.transcript.model", "tempfile", "shutil"} <= set(cold["modules"])
     assert not {"workbench.transcript.model", "tempfile", "shutil", "pydantic"} & set(warm["modules"]), warm
     # nor typing, dataclasses (and its inspect), OpenSSL's hashlib or pickle: a quarter of a warm ingest's
-    # time (`workbench._value`, the ``TYPE_CHECKING = False`` guards, `session_cache`'s BLAKE2b, summaries
+    # time (`workbench.util.value`, the ``TYPE_CHECKING = False`` guards, `session_cache`'s BLAKE2b, summaries
     # kept as JSON)
     assert {"typing", "dataclasses", "inspect", "pickle"} <= set(cold["modules"])
     assert not {"typing", "dataclasses", "inspect", "_hashlib", "pickle"} & set(warm["modules"]), warm["modules"]

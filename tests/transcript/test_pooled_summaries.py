@@ -74,12 +74,12 @@ def test_cached_files_are_answered_without_the_pool(tmp_path: Path, monkeypatch:
     for name in ("short-question-21636369.jsonl", "tiny-hello-b8a1abcd.jsonl"):
         shutil.copy(ROOT / "data" / name, folder / name)
     cold = _summaries([folder], 2, tmp_path / "cache", monkeypatch)
-    import workbench.pool
+    import workbench.util.pool
 
     def no_pool(*args: object, **kwargs: object) -> None:
         raise AssertionError("the pool was started for files whose summaries are cached")
 
-    monkeypatch.setattr(workbench.pool, "ordered_map", no_pool)
+    monkeypatch.setattr(workbench.util.pool, "ordered_map", no_pool)
     warm = _summaries([folder], 2, tmp_path / "cache", monkeypatch)
     assert warm == cold and len(warm[0]) == 2
     (folder / "tiny-hello-b8a1abcd.jsonl").write_text((ROOT / "data" / "short-bugfix-d95bafc8.jsonl").read_text())

@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import run_cli
 from hostile import write_claude
 
-from workbench.run_folders import load_results
+from workbench.reporting.runs import load_results
 
 
 def _files(folder: Path) -> dict[str, bytes]:

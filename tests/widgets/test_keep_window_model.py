@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.api.invariants import adjust_to_api_invariants, explain_adjustment
-from workbench.api.study import keep_window_cuts
+from workbench.request.invariants import adjust_to_api_invariants, explain_adjustment
+from workbench.studies.naive_cut import keep_window_cuts
 from workbench.transcript.model import Block, Record, Session
 from workbench.widgets import (
     KeepWindowView,

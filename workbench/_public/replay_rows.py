@@ -79,7 +79,7 @@ def replay_in_workers(plan: Plan, sessions: Sequence[Session], workers: int) -> 
     defined in the notebook has no module a spawned worker could import it from)."""
     import cloudpickle
 
-    from ..pool import ordered_map, start_method
+    from ..util.pool import ordered_map, start_method
 
     forked = start_method() == "fork"
     items: Iterable[int | Session] = range(len(sessions)) if forked else sessions

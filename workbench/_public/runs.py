@@ -112,7 +112,7 @@ def replay(
             class defined in the notebook works as is.
         estimator: per-record estimator for post-compaction accounting.
         progress: a progress bar over sessions.
-        workers: replay the sessions in this many processes (`workbench.pool.ordered_map`); the frames are
+        workers: replay the sessions in this many processes (`workbench.util.pool.ordered_map`); the frames are
             the same as with one, in the same order. Forked workers (Linux) share the loaded sessions; spawned
             ones (macOS, Windows) are sent them, and the strategies by value (a class of the notebook too).
 
@@ -123,8 +123,8 @@ def replay(
     """
     from tqdm.auto import tqdm
 
-    from ..pool import check_workers
     from ..strategies.base import prefix_key
+    from ..util.pool import check_workers
     from .replay_rows import Plan, replay_in_workers
 
     check_workers(workers)
@@ -263,7 +263,7 @@ class Runs:
         import shutil
         import tempfile
 
-        from ..run_folders import commit_run, manifest_data
+        from ..replay.run_folder import commit_run, manifest_data
 
         root = Path(folder)
         inputs = sorted({str(s.source) for s in self.sessions if s.source})
@@ -285,7 +285,7 @@ class Runs:
 
 
 class PlotAccessor:
-    """``runs.plot.<kind>(…)``: `workbench.plots` over the runs' frames, labelled by config label.
+    """``runs.plot.<kind>(…)``: `workbench.reporting.plots` over the runs' frames, labelled by config label.
 
     Figures are detached from pyplot's state, so a notebook shows each one once, where it is the value
     of a cell (or with ``display(fig)``), and scripts can ``fig.savefig(path)``.
@@ -306,7 +306,7 @@ class PlotAccessor:
     ) -> Figure:
         """Context size per API call of one session (default: the longest), one line per config, the
         uncompacted size, compaction markers, the window and the auto-compact threshold."""
-        from .. import plots
+        from ..reporting import plots
 
         runs = self._runs
         sid = runs.session_id(session)
@@ -319,20 +319,20 @@ class PlotAccessor:
 
     def pareto(self, x: str = "saved_share", y: str = "needed_recall") -> Figure:
         """Savings vs fidelity per config, each strategy's Pareto front drawn."""
-        from .. import plots
+        from ..reporting import plots
 
         return self._detach(plots.pareto_front(self._runs.summary(), x=x, y=y))
 
     def cost_vs_savings(self, x: str = "saved_share", y: str = "cost_usd") -> Figure:
         """Simulated cost against the share of input tokens saved, per config."""
-        from .. import plots
+        from ..reporting import plots
 
         return self._detach(plots.cost_vs_savings(self._runs.summary(metrics=("savings", "cost")), x=x, y=y))
 
     def violations(self) -> Figure:
         """API-invariant violations per step, by strategy and rule."""
-        from .. import plots
         from ..metrics import validity_rules
+        from ..reporting import plots
 
         runs = self._runs
         rules = validity_rules(runs.steps, runs.events if len(runs.events) else None)
@@ -343,7 +343,7 @@ class PlotAccessor:
     def heatmap(self, x: str, y: str, value: str = "saved_share", *, strategy: str | None = None) -> Figure:
         """``value`` over two parameters (dotted config keys, e.g. ``min_tokens``, ``trigger.pct_of_window``)
         of one strategy (default: the only one with several configs); other parameters averaged."""
-        from .. import plots
+        from ..reporting import plots
 
         table = self._runs.summary()
         if strategy is None:

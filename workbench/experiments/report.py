@@ -91,7 +91,7 @@ def _differences(table: pd.DataFrame, baseline: str | None) -> list[str]:
 
 def _probe_section(options: dict[str, Any], plan: SweepPlan, events: pd.DataFrame, out: Path) -> list[str]:
     from ..metrics._common import session_map
-    from ..online.probe_run import probe_report
+    from ..probes.run import probe_report
 
     notes: list[str] = []
     data = probe_report(options, session_map(plan_sessions(plan)), events, notes)
@@ -123,10 +123,10 @@ def write_report(
     The summary carries 95% bootstrap intervals over sessions and paired differences against
     ``baseline`` (default ``none``, else ``recorded``, when the sweep has it). ``probes`` (online) runs
     the judge probes on every compaction of the sweep and on Claude's recorded ones
-    (`workbench.online.probe_run.probe_report`: ``budget_usd`` and its options) into ``probes.csv`` and a
+    (`workbench.probes.run.probe_report`: ``budget_usd`` and its options) into ``probes.csv`` and a
     summary section; `ProbeBudgetError` when the estimate is above the budget (nothing sent)."""
-    from .. import plots
     from ..metrics import validity_rules
+    from ..reporting import plots
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -252,7 +252,7 @@ def run_sweep(
     poll_s: float = 0.5,
 ) -> SweepResult:
     """Compute the spec's missing cells into ``store``; see the module docstring."""
-    from .. import __version__
+    from ..util.version import __version__
 
     started = time.time()
     executor_kind(executor)

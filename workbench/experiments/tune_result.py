@@ -120,7 +120,7 @@ class TuneResult:
         labelled, the defaults and the recommendation marked."""
         import matplotlib.pyplot as plt
 
-        from ..plots import tune_front
+        from ..reporting.plots import tune_front
 
         fig = tune_front(
             self.table,

@@ -8,7 +8,7 @@ recorded compaction the recorded usage measures a context the ``none`` replay do
 modelled, not observed): how well the rule every other strategy gets does where the truth is known.
 `dollar_weighted_error` pools sessions by dollars, with a bootstrap interval.
 
-Two steps, so a caller can read the sessions one at a time (`workbench.report_sessions`): what is needed
+Two steps, so a caller can read the sessions one at a time (`workbench.reporting.sessions`): what is needed
 of each session (`calibration_facts`: its bill, whether it has a recorded compaction, its observed cache
 misses) and the table from the simulated steps and those facts (`calibration_table`). `calibrate_cost`
 does both over sessions in memory.

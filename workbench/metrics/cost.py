@@ -247,7 +247,7 @@ def cost_sessions(
 
     Compaction agents cost 0 under every strategy but ``recorded`` (module docstring). ``per_step``: the
     `cost_steps` rows of ``steps``, when the caller computed them one session at a time
-    (`workbench.report_sessions`); ``sessions`` then only give each session's model (the summariser's
+    (`workbench.reporting.sessions`); ``sessions`` then only give each session's model (the summariser's
     price) and whether it is a compaction agent, and may come without their records.
     """
     table = pricing or load_pricing()

@@ -386,7 +386,7 @@ def expected_recovery_sessions(
     (nothing dropped), null where the session records no tool calls or is not available.
 
     ``tool_calls`` (``{session id: has_tool_calls(session)}``) stands in for ``sessions`` for a caller
-    that streamed the sessions and no longer holds them (`workbench.report_sessions`)."""
+    that streamed the sessions and no longer holds them (`workbench.reporting.sessions`)."""
     if tool_calls is None:
         tool_calls = {sid: has_tool_calls(s) for sid, s in session_map(sessions).items()}
     cells = ensure_keys(steps)[KEYS].drop_duplicates().reset_index(drop=True)

@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from .._value import replace  # a Session or (planning) a SessionInfo
 from ..transcript.files import printable_path
 from ..transcript.model import Session
+from ..util.value import replace  # a Session or (planning) a SessionInfo
 
 __all__ = ["FILE", "SessionKeys"]
 

@@ -1,6 +1,6 @@
 """Validity: would the Anthropic API have rejected the requests a strategy produces?
 
-The replay engine validates the request at every step after a compaction (`workbench.api.validate`,
+The replay engine validates the request at every step after a compaction (`workbench.request.validate`,
 which reproduces the Messages API's 400s) and records, per step and per compaction event, the number
 of violations, the rules they broke, how many repairs Claude Code's ``normalizeMessagesForAPI`` /
 ``ensureToolResultPairing`` would have applied (``repaired``, docs §8), and the fallbacks a strategy

@@ -1,6 +1,6 @@
 """On-disk response cache of the online pieces: a sweep never pays twice, re-runs are free.
 
-One JSON file per response under ``workbench.cache.cache_root() / "anthropic"`` (so
+One JSON file per response under ``workbench.util.cache.cache_root() / "anthropic"`` (so
 ``WORKBENCH_CACHE_DIR`` moves it), named by the SHA-256 of the canonical JSON of
 ``{"v", "endpoint", "request"}``; ``request`` is the full request body (model, system, messages,
 tools, max_tokens and every other parameter), so any change to the prompt, the conversation, the model
@@ -43,7 +43,7 @@ class ResponseCache:
     def root(self) -> Path:
         if self._root is not None:
             return self._root
-        from ..cache import cache_root
+        from ..util.cache import cache_root
 
         return cache_root() / "anthropic"
 

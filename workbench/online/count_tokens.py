@@ -15,10 +15,10 @@ that tool-use framing, if any, cancels out):
 
 So the count is what ``R`` adds over a one-character turn in the same position, including the small
 pairing stubs its tool blocks require (they exist whenever ``R`` is in a real conversation too).
-Records that are never sent (`workbench.api.normalize.is_sent` false: progress, metadata, synthetic
+Records that are never sent (`workbench.request.normalize.is_sent` false: progress, metadata, synthetic
 errors, most system lines) count 0 without a request; so does a record with no sendable content.
 Thinking blocks are sent as recorded; the API decides how much a non-final turn's thinking costs.
-Content is converted like `workbench.api.normalize` converts it (tool_use reduced to
+Content is converted like `workbench.request.normalize` converts it (tool_use reduced to
 ``type/id/name/input``, ``tool_reference`` blocks dropped, string content as one text block).
 
 Every request is cached on disk, so a sweep over a corpus is paid once. The estimator is registered as
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..transcript.model import Record
 from .cache import ResponseCache
 from .client import COUNT_TOKENS, DEFAULT_MODEL, OnlineCaller, RetryPolicy

@@ -3,9 +3,9 @@
 Both model-backed pieces send "the conversation, then one user message with the instructions", as
 Claude Code's forked agents do (docs §1.3 extraction, §5.1 compaction):
 
-1. `workbench.api.normalize.normalize` (``normalizeMessagesForAPI``, docs §8.1);
+1. `workbench.request.normalize.normalize` (``normalizeMessagesForAPI``, docs §8.1);
 2. the instruction message appended, merged into a trailing user message with ``mergeUserMessages``;
-3. `workbench.api.repair.repair` (``ensureToolResultPairing``, docs §8.2): the extraction hook runs
+3. `workbench.request.repair.repair` (``ensureToolResultPairing``, docs §8.2): the extraction hook runs
    before the last turn's tool results exist, so the trailing ``tool_use`` blocks get the synthetic
    ``[Tool result missing due to internal error]`` results prepended to the instruction message,
    exactly as Claude Code's request would carry them.
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..api.normalize import ApiMessage, Request, merge_user, normalize
-from ..api.repair import repair
+from ..request.normalize import ApiMessage, Request, merge_user, normalize
+from ..request.repair import repair
 from ..transcript.model import Record
 
 __all__ = ["TRUNCATED_HEAD_TEXT", "conversation_messages", "strip_media_blocks"]

@@ -5,7 +5,7 @@ call (a *step*: all records sharing one ``message.id``) the engine first runs th
 post-sampling hook for the previous response (`Strategy.observe` sees the context sent for that call
 plus the response's assistant records, as Claude Code's hook does), then appends the records recorded
 since, lets the strategy decide whether to compact, and validates the request the strategy's context
-produces (`workbench.api`).
+produces (`workbench.request`).
 
 Session-memory extractions are not compactions and make no event: a strategy's hook returns the
 extraction's forked call (`workbench.memory.fork.ExtractionCall`) and the engine writes it on the step row
@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..api.normalize import MessageMemo
-from ..api.validate import original_thinking_blocks
 from ..memory.fork import NO_EXTRACTION, ExtractionCall
+from ..request.normalize import MessageMemo
+from ..request.validate import original_thinking_blocks
 from ..strategies.base import Compaction, ContextView, RecordedCompaction, Strategy
 from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens

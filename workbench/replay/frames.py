@@ -24,8 +24,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..run_folders import commit_run
 from .engine import ReplayResult
+from .run_folder import commit_run
 
 __all__ = ["FrameWriter"]
 
@@ -83,7 +83,7 @@ class FrameWriter:
 
     def close(self, manifest: Mapping[str, Any] | None = None) -> None:
         """Join the parts into the two files (an empty frame where no session had rows), put them and
-        ``manifest`` in place (`workbench.run_folders.commit_run`: all or nothing) and remove the parts."""
+        ``manifest`` in place (`workbench.replay.run_folder.commit_run`: all or nothing) and remove the parts."""
         if self._parts is None:
             return
         try:

@@ -9,7 +9,7 @@ sessions that failed. The driver hands the results on **in group order**, which 
 order, so the output is the same as without workers (``replay --json`` byte-identical, a test checks it).
 
 Memory: a worker holds one group at a time; the driver holds no session, only the rows of at most
-``2 × workers`` groups waiting for their turn (`workbench.pool.ordered_map`, which also says how workers
+``2 × workers`` groups waiting for their turn (`workbench.util.pool.ordered_map`, which also says how workers
 start and stop). Token counts are shared through the token cache's SQLite file, which tolerates
 concurrent writers.
 """
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..isolation import SessionFailure, each_session, stream_groups
-from ..pool import check_workers, ordered_map
 from ..transcript.groups import PlannedFile, load_planned_group, plan_groups
+from ..transcript.isolation import SessionFailure, each_session, stream_groups
 from ..transcript.model import Session
 from ..transcript.registry import LoadReport
+from ..util.pool import check_workers, ordered_map
 from .engine import ReplayResult, replay_process, replay_session
 
 __all__ = [
@@ -50,7 +50,7 @@ def replay_loaded_group(
     group: Sequence[Session], strategy: Any, *, estimator: str, process: bool, failures: list[SessionFailure]
 ) -> list[ReplayResult]:
     """The results of one loaded session group, failures appended to ``failures``, isolated as the serial
-    ``workbench replay`` isolates them (`workbench.isolation`): each session alone, or with ``process``
+    ``workbench replay`` isolates them (`workbench.transcript.isolation`): each session alone, or with ``process``
     the group as a whole (`replay_group_as_process`), a failing group reported under its main session."""
     if process:
         run = stream_groups(
@@ -101,7 +101,7 @@ def _task(group: list[PlannedFile]) -> GroupOutcome:
 
 
 class ParallelReplay:
-    """The replay of ``paths`` through ``strategy`` by ``workers`` processes (`workbench.pool.ordered_map`).
+    """The replay of ``paths`` through ``strategy`` by ``workers`` processes (`workbench.util.pool.ordered_map`).
 
     Iterate `results` once; afterwards ``report`` (a new one, or the one given) holds the load report
     (files, ignored files and errors in the serial order), ``records`` the number of records read and

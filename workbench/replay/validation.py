@@ -11,10 +11,10 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..api.incremental import IncrementalCheck
-from ..api.normalize import MessageMemo, normalize
-from ..api.repair import repair
-from ..api.validate import Violation, validate
+from ..request.incremental import IncrementalCheck
+from ..request.normalize import MessageMemo, normalize
+from ..request.repair import repair
+from ..request.validate import Violation, validate
 from ..transcript.model import Record
 
 __all__ = ["IncrementalCheck", "RequestCheck", "check_request"]
@@ -41,9 +41,9 @@ def check_request(
     ``thinking``: whether the call being made has thinking on (its recorded response has thinking).
     ``memo``: `normalize`'s, for a caller that checks the same records again and again.
     ``fresh_responses``: message ids of the model's first responses after a compaction (the thinking rule
-    exempts a tool loop one of them opens, `workbench.api.validate`).
+    exempts a tool loop one of them opens, `workbench.request.validate`).
     ``incremental``: the check of the caller's previous context, to redo only what changed since (the same
-    result, `workbench.api.incremental`). ``grown``: the caller's word that ``context`` is the previous
+    result, `workbench.request.incremental`). ``grown``: the caller's word that ``context`` is the previous
     context with records appended, the previous being ``grown`` long (the identity scans are skipped).
     """
     if incremental is not None:

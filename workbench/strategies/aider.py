@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..tokens.js import rough_tokens
 from ..transcript.model import Record
 from .base import Compaction, ContextView, Strategy, StrategyConfig

@@ -74,8 +74,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..api.invariants import summary_record
-from ..api.normalize import is_sent, normalize
+from ..request.invariants import summary_record
+from ..request.normalize import is_sent, normalize
 from ..tokens.js import rough_tokens
 from ..transcript.model import Record
 from ..transcript.steps import ApiCall, api_calls
@@ -178,7 +178,7 @@ def _blank(block: Any) -> bool:
 def opens_loop_without_thinking(tail: Sequence[Record]) -> bool:
     """Whether "block + ``tail``" leaves a response without leading thinking as the first message after the
     block: the opening response of a tool loop once a later request ends in tool results, which the
-    validator rejects with thinking on (``final_assistant_missing_thinking``, `workbench.api.validate`).
+    validator rejects with thinking on (``final_assistant_missing_thinking``, `workbench.request.validate`).
     In the full history that response sat inside a loop another response opened."""
     first = next((r for r in tail if r.kind in ("user", "assistant") and is_sent(r)), None)
     if first is None or first.kind != "assistant":

@@ -29,7 +29,7 @@ Sources, as read: the API docs mirrored as Markdown in ``gpambrozio/ClaudeDocs``
   before continuing: ``keep_messages`` re-inserts the last N API messages (the docs' example keeps 3:
   the prior exchange and the current user message), moved back to a message that does not start with a
   tool result whose call would be summarised (the API rejects an orphan result) and, with thinking, to a
-  response that opens the kept tool loop with thinking (`workbench.api.invariants.adjust_for_thinking`).
+  response that opens the kept tool loop with thinking (`workbench.request.invariants.adjust_for_thinking`).
   The docs ask to remove thinking from re-inserted turns on Claude Fable 5.1 and Opus 5.5; the replay
   keeps it, as other models accept it [U: the validator does not model that check]. Not modelled: with
   server tools the trigger is checked at each sampling iteration, so one request can compact more than
@@ -56,8 +56,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..api.invariants import adjust_for_thinking
-from ..api.normalize import is_sent
+from ..request.invariants import adjust_for_thinking
+from ..request.normalize import is_sent
 from ..tokens.js import rough_tokens
 from ..transcript.model import Block, Record
 from .base import Compaction, ContextView, NameSet, Strategy, StrategyConfig

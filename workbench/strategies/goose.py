@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..transcript.model import Block
 from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .recent_window import assistant_note, is_prompt, user_note

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..api.invariants import adjust_to_api_invariants
+from ..request.invariants import adjust_to_api_invariants
 from ..tokens.estimators import get_estimator
 from ..transcript.model import Record
 

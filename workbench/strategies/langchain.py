@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .recent_window import is_added, keep_newest, safe_cut, splice, user_note

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .openhands import _clipped

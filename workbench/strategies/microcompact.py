@@ -355,9 +355,7 @@ def apply_tool_result_budget(view: ContextView, config: ToolResultBudgetConfig, 
 class Microcompact(Strategy):
     name = "microcompact"
     description = "Claude Code time-based microcompact: after a 60-min gap clear all but the last 5 tool results."
-    source = (
-        "Claude Code v2.1.88 source src/services/compact/microCompact.ts, timeBasedMCConfig.ts (docs §3.3)"
-    )
+    source = "Claude Code v2.1.88 source src/services/compact/microCompact.ts, timeBasedMCConfig.ts (docs §3.3)"
     Config = TimeBasedConfig
     config: TimeBasedConfig
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..tokens.estimators import get_estimator
 from ..transcript.model import Block, Record
 from ..transcript.steps import api_calls

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..transcript.model import Block, Record
 from ..transcript.steps import is_real_assistant
 from .base import Compaction, ContextView, Strategy, StrategyConfig

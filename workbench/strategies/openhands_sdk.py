@@ -65,7 +65,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..api.normalize import is_sent
+from ..request.normalize import is_sent
 from ..transcript.model import Record
 from ..transcript.steps import api_calls, is_real_assistant
 from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window

@@ -2,7 +2,7 @@
 
 The baseline "recent window" of docs/peers.md (Implications: "Baselines worth implementing"). It is
 `truncate-oldest` with one change: the naive cut is moved *earlier* to an API-safe point with
-`workbench.api.invariants.adjust_for_thinking` (which first applies ``adjust_to_api_invariants``: no
+`workbench.request.invariants.adjust_for_thinking` (which first applies ``adjust_to_api_invariants``: no
 orphaned tool_result, no split ``message.id``; then keeps the kept tool loop opening with thinking,
 peers.md §1.12 items 1-3), and a one-line user-role marker is put in front of the kept records so the
 request still starts with a user message (§1.12 item 5; the marker plays the role of the summary that
@@ -13,7 +13,7 @@ This module also holds the vocabulary every peer strategy of this package maps o
 * **record**: one transcript line; Claude Code writes one content block per line (one thinking, one
   text, one tool_use, one tool_result each).
 * **API call / response**: all assistant records sharing a ``message.id`` (`api_calls`).
-* **API message**: what `workbench.api.normalize` sends: one response, or a run of consecutive user
+* **API message**: what `workbench.request.normalize` sends: one response, or a run of consecutive user
   records merged into one user message (`api_messages`).
 * **real user message** (`is_prompt`): a sent, non-meta user record with text and no tool_result.
 * **turn** (user sense, `prompt_indices`): a real user message and everything after it up to the next.
@@ -33,8 +33,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ..api.invariants import adjust_for_thinking
-from ..api.normalize import is_sent
+from ..request.invariants import adjust_for_thinking
+from ..request.normalize import is_sent
 from ..transcript.model import Block, Record
 from ..transcript.steps import api_calls
 from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window

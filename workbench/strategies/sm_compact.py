@@ -11,7 +11,7 @@ without tool calls. When the auto-compact threshold is crossed:
 3. keep window = ``calculateMessagesToKeepIndex`` (minTokens 10k, minTextBlockMessages 5, maxTokens 40k,
    floor = last boundary + 1) then ``adjustIndexToPreserveAPIInvariants``, or the raw window without the
    adjustment (``sm-compact-naive``, unsafe: the article's ~2.79% failure mode);
-   ``thinking_aware`` (default True in ``sm-compact``) adds `workbench.api.invariants.adjust_for_thinking`;
+   ``thinking_aware`` (default True in ``sm-compact``) adds `workbench.request.invariants.adjust_for_thinking`;
 4. post-compact size (``estimateMessageTokens`` of the new context as one list, rounded up once: the
    string-content summary counts 0, docs §2.6 step 8) ≥ threshold → fall back to full compaction;
 5. any exception in steps 2-4 → fall back to full compaction (docs §2.6 step 9);
@@ -190,8 +190,8 @@ def sm_compaction(
         trigger: ``auto`` or ``manual`` (the full-compaction fallback's boundary; SM's own is always auto).
         reset: reset ``lastSummarizedMessageId`` afterwards (docs §2.6 step 11).
     """
-    from ..strategies.keep_window import keep_window
     from ..summarize.prompt import sm_compact_summary_message
+    from .keep_window import keep_window
 
     _, template, _ = _memory_api()
     records = list(view.records)
@@ -228,7 +228,7 @@ def sm_compaction(
         )
         start = window.start if adjust else window.naive_start
         if adjust and config.thinking_aware:
-            from ..api.invariants import adjust_for_thinking
+            from ..request.invariants import adjust_for_thinking
 
             thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
             start = adjust_for_thinking(records, window.naive_start, thinking=thinking)

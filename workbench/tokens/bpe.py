@@ -25,7 +25,7 @@ def _cache_dir() -> Path:
     configured = os.environ.get("TIKTOKEN_CACHE_DIR")
     if configured:
         return Path(configured)
-    from ..cache import cache_root
+    from ..util.cache import cache_root
 
     return cache_root() / "tiktoken"
 

@@ -52,8 +52,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cache import cache_root
 from ..transcript.model import Record
+from ..util.cache import cache_root
 from .estimators import Estimator, get_estimator
 
 __all__ = ["CacheDegradedWarning", "CacheStats", "CachedEstimator", "cached_estimator", "estimator_fingerprint"]
@@ -348,7 +348,7 @@ def estimator_fingerprint(estimator: Estimator) -> str:
     """16 hex digits that change when what ``estimator`` counts can change (module docstring)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from .. import __version__
+    from ..util.version import __version__
 
     if not _TOKENS_DIGEST:
         digest = hashlib.blake2b(digest_size=16)

@@ -14,6 +14,7 @@ The position-dependent measures (``usage``, ``claude-context``) are in `workbenc
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
@@ -108,6 +109,12 @@ _FACTORIES: dict[str, Callable[[], Estimator]] = {
 }
 
 
+#: Estimators that live in a package above this one and register themselves when imported, by name: the
+#: registry loads the module on first lookup (as the strategy registry loads a built-in's module), so
+#: token counting never imports the online client unless that estimator is asked for.
+PLUGIN_MODULES = {"anthropic:count_tokens": "workbench.online.count_tokens"}
+
+
 def register_estimator(name: str, factory: Callable[[], Estimator]) -> None:
     if name in _FACTORIES:
         raise ValueError(f"an estimator named {name!r} is already registered")
@@ -121,8 +128,8 @@ def estimator_names() -> list[str]:
 @cache
 def get_estimator(name: str) -> Estimator:
     """The per-record estimator called ``name`` (one shared instance per name)."""
-    if name.startswith("anthropic:") and name not in _FACTORIES:
-        import workbench.online  # noqa: F401  (registers anthropic:count_tokens; needs a key only when used)
+    if name not in _FACTORIES and name in PLUGIN_MODULES:
+        importlib.import_module(PLUGIN_MODULES[name])  # registers the estimator (needs a key only when used)
     try:
         factory = _FACTORIES[name]
     except KeyError:

@@ -20,7 +20,8 @@ Session per row (``<name>:<row>`` unless an id column exists):
 Arrow unifies struct fields across rows, adding ``null`` for keys a message did not have: presets
 drop null-valued keys before mapping (a genuinely recorded ``null`` is indistinguishable).
 
-`add_token_counts` adds a per-record token column with ``Dataset.map(batched=True, num_proc=N)``.
+`workbench.tokens.datasets.add_token_counts` adds a per-record token column with
+``Dataset.map(batched=True, num_proc=N)``.
 ``datasets`` is imported lazily; a ``.parquet`` loader is registered for files in this schema.
 """
 
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = [
     "PRESETS",
     "DatasetParquetLoader",
-    "add_token_counts",
     "corpus_to_dataset",
     "dataset_to_sessions",
     "load_dataset_sessions",
@@ -312,36 +312,6 @@ def load_dataset_sessions(
     if "record_json" in ds.column_names and preset is None:
         return dataset_to_sessions(ds)
     return _foreign_sessions(iter(ds), ds.column_names, preset, label, text)
-
-
-# ------------------------------------------------------------------ token counts
-
-
-def _count_batch(batch: dict[str, list[Any]], estimator: str, column: str) -> dict[str, list[int]]:
-    from ..tokens.estimators import get_estimator
-
-    counter = get_estimator(estimator)
-    return {column: [counter.count(record_from_json(j)) if j else 0 for j in batch["record_json"]]}
-
-
-def add_token_counts(
-    ds: datasets.Dataset,
-    *,
-    estimator: str = "claude-rough",
-    num_proc: int | None = None,
-    column: str | None = None,
-    batch_size: int = 256,
-) -> datasets.Dataset:
-    """``ds`` plus a ``tokens_<estimator>`` column (per-record estimate; 0 on placeholder rows)."""
-    column = column or f"tokens_{estimator.replace(':', '_')}"
-    return ds.map(
-        _count_batch,
-        batched=True,
-        batch_size=batch_size,
-        num_proc=num_proc,
-        fn_kwargs={"estimator": estimator, "column": column},
-        desc=f"tokens ({estimator})",
-    )
 
 
 # ------------------------------------------------------------------ registry loader

@@ -1,5 +1,5 @@
 """`registry.file_summaries` with ``workers`` > 1: the files read by worker processes
-(`workbench.pool.ordered_map`), each file alone, the summaries and the report as one process gives them."""
+(`workbench.util.pool.ordered_map`), each file alone, the summaries and the report as one process gives them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import pool  # `pool.ordered_map` looked up when called (tests replace it)
+from ..util import pool  # `pool.ordered_map` looked up when called (tests replace it)
 from .registry import LoadReport, _load_file, _prepare, custom_loaders, iter_files
 from .session_cache import cached_summary_if_unchanged, remembered_loader
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._value import Value
+from ..util.value import Value
 from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
@@ -267,7 +267,7 @@ def file_summaries(
     unchanged (then nothing is parsed), with the same errors and ignored files as `load_paths`.
     ``keep_sessions``: a file that is parsed also gets its sessions cached (a sweep's workers read them).
 
-    ``workers`` > 1: the files are read by that many processes (`workbench.pool.ordered_map`), each file
+    ``workers`` > 1: the files are read by that many processes (`workbench.util.pool.ordered_map`), each file
     alone; the summaries and the report come out as with one (the same order, the same entries)."""
     report = report if report is not None else LoadReport()
     forced = _prepare(format)

@@ -58,7 +58,7 @@ try:  # hashlib's own BLAKE2b, without hashlib's import of OpenSSL (~3.5 ms of e
 except ImportError:  # pragma: no cover (an interpreter built without it: hashlib's fallback)
     from hashlib import blake2b
 
-from .._value import FrozenValue
+from ..util.value import FrozenValue
 from .files import max_line_bytes, open_regular
 from .summary import FileSummary, SessionInfo, file_summary, summary_from_json, summary_json
 
@@ -105,7 +105,7 @@ class SessionCacheWarning(RuntimeWarning):
 @lru_cache(maxsize=1)
 def loader_version() -> str:
     """The package version and a hash of every ``workbench/transcript`` source file."""
-    from .. import __version__
+    from ..util.version import __version__
 
     digest = blake2b(digest_size=8)
     folder = os.path.dirname(os.path.realpath(__file__))  # os.path, not pathlib's glob: every command pays this
@@ -155,7 +155,7 @@ def _root() -> Path:
     is marked used and other versions' folders unused for a week are removed (`cache_prune`)."""
     env = tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))  # cache_root's inputs
     if env not in _ROOTS:
-        from ..cache import cache_root
+        from ..util.cache import cache_root
         from .cache_prune import mark_used, prune
 
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from .._value import FrozenValue, Value
+from ..util.value import FrozenValue, Value
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # a warm `ingest` reads summaries without importing the record model

@@ -4,14 +4,14 @@
 the extraction trigger's ``lastSummarizedMessageId`` before every call, prefix sums); `keep_window_model`
 then answers one slider position in a few milliseconds: the naive start of
 `workbench.strategies.keep_window.keep_window` (docs §2.4), the start after each of the two steps of
-`workbench.api.invariants.adjust_to_api_invariants` (docs §2.5: tool pairs, then same-``message.id``
+`workbench.request.invariants.adjust_to_api_invariants` (docs §2.5: tool pairs, then same-``message.id``
 siblings) and *why* it moved, the window's tokens and text-block messages against the minimums, and the
-API errors the naive and the adjusted cut would produce (`workbench.api.validate.validate` on
-`workbench.api.study.cut_request`, the API's own wording).
+API errors the naive and the adjusted cut would produce (`workbench.request.validate.validate` on
+`workbench.studies.naive_cut.cut_request`, the API's own wording).
 
 Indices in a `KeepWindowState` are into ``session.conversation()``. The message list of step ``s`` is
 ``records[offset:end]``: from the last compact boundary before the call (kept, as in
-`workbench.api.study_keep_window.keep_window_cuts`) up to the call's first record.
+`workbench.studies.keep_window.keep_window_cuts`) up to the call's first record.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from functools import partial
 from itertools import accumulate
 from typing import Any, Literal
 
-from ..api.invariants import Move, explain_adjustment
-from ..api.study import cut_request
-from ..api.validate import Violation, original_thinking_blocks, validate
 from ..memory.trigger import ExtractionTrigger
+from ..request.invariants import Move, explain_adjustment
+from ..request.validate import Violation, original_thinking_blocks, validate
 from ..strategies.keep_window import keep_window
+from ..studies.naive_cut import cut_request
 from ..tokens.context import token_count_with_estimation
 from ..tokens.estimators import get_estimator
 from ..transcript.model import Record, Session

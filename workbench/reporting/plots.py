@@ -1,0 +1,299 @@
+"""Plots over sweep and replay frames (matplotlib). Each function returns a `Figure`.
+
+The Agg backend is chosen unless a backend was already chosen (``MPLBACKEND``, as ipykernel sets it, or
+pyplot imported): scripts never open windows, notebooks keep their inline display.
+
+Thin views: they draw columns the metric and sweep tables already hold and compute nothing but
+layout (the Pareto front is a sort and a running maximum).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import matplotlib
+
+if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+    matplotlib.use("Agg")  # scripts and the CLI never open a window; a notebook keeps its inline backend
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+__all__ = ["context_timeline", "cost_vs_savings", "grid_heatmap", "pareto_front", "tune_front", "violation_rates"]
+
+
+def _label(frame: pd.DataFrame) -> pd.Series:
+    """Readable names of the rows' configs: the ``label`` column when present, else computed from
+    ``strategy`` and ``config_json`` (`workbench.strategies.labels`), else the strategy name."""
+    if "label" in frame.columns:
+        return frame["label"].astype(str)
+    if "config_json" in frame.columns:
+        from ..strategies.labels import config_label
+
+        return pd.Series(
+            [config_label(str(s), c) for s, c in zip(frame["strategy"], frame["config_json"], strict=True)],
+            index=frame.index,
+        )
+    return frame["strategy"].astype(str)
+
+
+#: Up to this many configs in one plot, each gets its own legend entry (its label); beyond, a legend
+#: entry per strategy, and the points on a strategy's front are annotated with their parameters.
+MAX_LEGEND_CONFIGS = 12
+
+
+def _points(ax: Any, group: pd.DataFrame, x: str, y: str, strategy: str, *, per_config: bool) -> None:
+    """One strategy's configs, named by label (see `MAX_LEGEND_CONFIGS`)."""
+    if per_config:
+        for (_, row), label in zip(group.iterrows(), _label(group), strict=True):
+            ax.scatter([row[x]], [row[y]], label=label, alpha=0.75)
+    else:
+        ax.scatter(group[x], group[y], label=strategy, alpha=0.7)
+
+
+def _annotate(ax: Any, rows: pd.DataFrame, x: str, y: str, strategy: str) -> None:
+    for xv, yv, text in zip(rows[x], rows[y], _label(rows), strict=True):
+        short = text.removeprefix(strategy).strip()
+        if short:
+            ax.annotate(short, (xv, yv), fontsize="xx-small", xytext=(3, 3), textcoords="offset points")
+
+
+def _intervals(ax: Any, group: pd.DataFrame, x: str, y: str, color: object) -> None:
+    """Error bars from ``<x>_ci_low``/``<x>_ci_high`` and ``<y>_ci_*`` columns, where present (the 95%
+    bootstrap intervals of `workbench.metrics.uncertainty`)."""
+
+    def spread(column: str) -> np.ndarray | None:
+        low, high = f"{column}_ci_low", f"{column}_ci_high"
+        if low not in group.columns or high not in group.columns:
+            return None
+        values = group[column].astype(float).to_numpy()
+        lows = group[low].astype(float).to_numpy()
+        highs = group[high].astype(float).to_numpy()
+        return np.clip(np.vstack([values - lows, highs - values]), 0, None)
+
+    xerr, yerr = spread(x), spread(y)
+    if xerr is not None or yerr is not None:
+        ax.errorbar(
+            group[x], group[y], xerr=xerr, yerr=yerr, fmt="none", ecolor=color, alpha=0.4, linewidth=1, capsize=2
+        )
+
+
+def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "needed_recall") -> Figure:
+    """Savings vs needed recall, one colour per strategy; the line is each strategy's Pareto front
+    (configs no other config of the strategy beats on both axes); bars are 95% intervals over sessions
+    when the frame has them."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
+    per_config = len(data) <= MAX_LEGEND_CONFIGS
+    for strategy, group in data.groupby("strategy", sort=True):
+        _points(ax, group, x, y, str(strategy), per_config=per_config)
+        _intervals(ax, group, x, y, "0.5" if per_config else ax.collections[-1].get_facecolor()[0])
+        ordered = group.sort_values([x, y], ascending=[False, False])
+        front, best, members = [], -np.inf, []
+        for index, row in ordered.iterrows():
+            if row[y] > best:
+                front.append((row[x], row[y]))
+                members.append(index)
+                best = row[y]
+        if len(front) > 1:
+            xs, ys = zip(*sorted(front), strict=True)
+            ax.plot(xs, ys, linewidth=1, color="grey" if per_config else None)
+        if not per_config:
+            _annotate(ax, group.loc[members], x, y, str(strategy))
+    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
+    ax.set_ylabel("needed-fact recall" if y == "needed_recall" else y)
+    ax.set_title("Savings vs fidelity (Pareto front per strategy)")
+    if len(data):
+        ax.legend(fontsize="x-small")
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def violation_rates(rules: pd.DataFrame, steps_per_strategy: pd.Series | None = None) -> Figure:
+    """Violation rate by strategy and rule: ``rules`` has ``strategy``, ``rule``, ``count`` (e.g.
+    `workbench.metrics.validity_rules`, step scope); rates divide by ``steps_per_strategy``."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    if rules.empty:
+        ax.text(0.5, 0.5, "no violations", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title("API-invariant violations by strategy and rule")
+        return fig
+    table = rules.groupby(["strategy", "rule"])["count"].sum().unstack(fill_value=0)
+    if steps_per_strategy is not None:
+        table = table.div(steps_per_strategy.reindex(table.index).replace(0, np.nan), axis=0).fillna(0)
+    table.plot.bar(stacked=True, ax=ax)
+    ax.set_ylabel("violations per step" if steps_per_strategy is not None else "violations")
+    ax.set_title("API-invariant violations by strategy and rule")
+    fig.tight_layout()
+    return fig
+
+
+def context_timeline(
+    steps: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    *,
+    window: int = 200_000,
+    threshold: int | None = 167_000,
+    title: str | None = None,
+) -> Figure:
+    """Context size per step of one session (one line per strategy/config, plus the uncompacted size),
+    compaction markers, and the window / auto-compact threshold lines."""
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    if steps.empty:
+        ax.text(0.5, 0.5, "no steps", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    first = steps.sort_values("step")
+    baseline = first.drop_duplicates("step")
+    ax.plot(baseline["step"], baseline["tokens_without_compaction"], color="grey", linestyle=":", label="no compaction")
+    keys = ["strategy", "config_hash"] if "config_hash" in steps.columns else ["strategy"]
+    for key, group in first.groupby(keys, sort=True):
+        line = ax.plot(group["step"], group["context_tokens"], label=_label(group.iloc[:1]).iloc[0])[0]
+        if events is not None and len(events):
+            mask = np.ones(len(events), dtype=bool)
+            for column, value in zip(keys, key if isinstance(key, tuple) else (key,), strict=True):
+                mask &= (events[column] == value).to_numpy()
+            mine = events[mask]
+            ax.scatter(mine["step"], mine["tokens_after"].astype(float), marker="v", color=line.get_color(), zorder=3)
+    ax.axhline(window, color="black", linewidth=0.8, label=f"window {window:,}")
+    if threshold:
+        ax.axhline(threshold, color="red", linewidth=0.8, linestyle="--", label=f"auto-compact {threshold:,}")
+    ax.set_xlabel("API call (step)")
+    ax.set_ylabel("context tokens")
+    ax.set_title(title or f"Context size over session {str(steps['session_id'].iloc[0])[:36]}")
+    ax.legend(fontsize="x-small", loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def cost_vs_savings(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "cost_usd") -> Figure:
+    """Simulated cost against the share of input tokens saved, one point per (strategy, config), with
+    95% intervals over sessions when the frame has them."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
+    per_config = len(data) <= MAX_LEGEND_CONFIGS
+    for strategy, group in data.groupby("strategy", sort=True):
+        _points(ax, group, x, y, str(strategy), per_config=per_config)
+        _intervals(ax, group, x, y, "0.5" if per_config else ax.collections[-1].get_facecolor()[0])
+    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
+    ax.set_ylabel({"cost_usd": "simulated cost (USD)", "total_cost_usd": "cost incl. recovery (USD)"}.get(y, y))
+    ax.set_title("Cost vs savings")
+    if len(data):
+        ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    return fig
+
+
+def _tick(key: str, value: object) -> str:
+    """A grid value as labels show it (``20k``, ``60%``)."""
+    from ..strategies.labels import format_value
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    return format_value(key.removeprefix("cfg."), value)
+
+
+def grid_heatmap(
+    configs: pd.DataFrame, x: str, y: str, value: str = "saved_share", *, title: str | None = None, fmt: str = ".3f"
+) -> Figure:
+    """A metric over a 2-D parameter grid (columns ``x``, ``y``; other parameters averaged)."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    table = configs.pivot_table(index=y, columns=x, values=value, aggfunc="mean").sort_index().sort_index(axis=1)
+    if table.empty:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    image = ax.imshow(table.to_numpy(dtype=float), origin="lower", aspect="auto", cmap="viridis")
+    ax.set_xticks(range(len(table.columns)), [_tick(x, c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [_tick(y, i) for i in table.index])
+    for (i, j), v in np.ndenumerate(table.to_numpy(dtype=float)):
+        if not np.isnan(v):
+            ax.text(j, i, format(v, fmt), ha="center", va="center", color="white", fontsize="small")
+    ax.set_xlabel(x.removeprefix("cfg."))
+    ax.set_ylabel(y.removeprefix("cfg."))
+    ax.set_title(title or f"{value} over {x.removeprefix('cfg.')} × {y.removeprefix('cfg.')}")
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, path: str, *, dpi: int = 110) -> str:
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def tune_front(
+    table: pd.DataFrame,
+    x: str = "saved_share",
+    y: str = "expected_recovery_tokens",
+    recommended: pd.Series | None = None,
+    *,
+    cost: str | None = "cost_usd",
+    reference: pd.Series | None = None,
+) -> Figure:
+    """A tuning result (`workbench.experiments.tune`): every config of the grid, infeasible ones grey, the
+    feasible ones coloured by ``cost`` (the third axis, with its colour bar), the Pareto front joined in
+    order and each of its points labelled, the base config (the reference) and the recommendation marked."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    data = table.dropna(subset=[x, y]) if {x, y} <= set(table.columns) else table.iloc[0:0]
+    if data.empty:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    feasible = data["feasible"].astype(bool) if "feasible" in data else pd.Series(True, index=data.index)
+    ax.scatter(data.loc[~feasible, x], data.loc[~feasible, y], color="lightgrey", label="infeasible (constraints)")
+    shown = data.loc[feasible]
+    costs = pd.to_numeric(shown[cost], errors="coerce") if cost and cost in shown else None
+    if costs is not None and costs.notna().any():
+        points = ax.scatter(shown[x], shown[y], c=costs, cmap="viridis", alpha=0.8, label="feasible")
+        fig.colorbar(points, ax=ax, label=_AXIS_LABELS.get(cost, cost) if cost else "")
+    else:
+        ax.scatter(shown[x], shown[y], color="tab:blue", alpha=0.6, label="feasible")
+    if "on_front" in data:
+        front = data[data["on_front"].astype(bool)].sort_values(x)
+        ax.plot(front[x], front[y], color="tab:blue", linewidth=1, label="Pareto front")
+        for _, row in front.iterrows():
+            ax.annotate(
+                _short(str(row.get("label", ""))),
+                (row[x], row[y]),
+                fontsize="x-small",
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+    if reference is not None and pd.notna(reference.get(x)) and pd.notna(reference.get(y)):
+        ax.scatter([reference[x]], [reference[y]], marker="D", s=70, color="black", zorder=3, label="defaults")
+    if recommended is not None:
+        ax.scatter(
+            [recommended[x]],
+            [recommended[y]],
+            marker="*",
+            s=220,
+            color="tab:red",
+            zorder=3,
+            label=f"recommended: {recommended.get('label', '')}",
+        )
+    ax.set_xlabel(_AXIS_LABELS.get(x, x))
+    ax.set_ylabel(_AXIS_LABELS.get(y, y))
+    ax.set_title("Tuning: savings vs fidelity, coloured by cost")
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    return fig
+
+
+#: Axis titles of the columns the tuning plots use.
+_AXIS_LABELS = {
+    "saved_share": "share of input tokens saved",
+    "needed_recall": "needed-fact recall (higher is better)",
+    "expected_recovery_tokens": "expected re-acquired tokens (lower is better)",
+    "cost_usd": "cost, USD",
+    "total_cost_usd": "total cost incl. expected re-acquisition, USD",
+}
+
+
+def _short(label: str) -> str:
+    """A config label without its strategy name (the plot is of one strategy)."""
+    head, _, rest = label.partition(" ")
+    return rest or head

@@ -1,0 +1,261 @@
+"""The report's per-session columns, computed one session group at a time.
+
+`workbench.report.report` needs the sessions themselves for fidelity, expected and measured recovery, the
+recorded bill, the cost simulation, its calibration, Claude's recorded summaries (``reference``) and the
+uncompacted sizes of a ``none`` replay. Holding every session of the manifests' inputs made the report's
+peak memory grow with the corpus. `SessionTables` reads them one *session group* (a main session with its
+sub-agents, `workbench.transcript.groups.ranked_groups`) at a time, computes each session's pieces, and drops the
+group before the next is read; what it keeps is rows and small per-event frames keyed by session.
+
+Per group, not per session: `reference_rows` scores a recorded compaction with the output of the matching
+``agent-acompact-*`` transcript, a sub-agent in the same group. Everything else is per session.
+
+The tables are those of the whole-input functions they replace (`fidelity`, `expected_recovery`,
+`recovery`, `bill_sessions`, `cost_sessions`, `calibrate_cost`, `reference_fidelity`, the report's ``none``
+replay), row for row, value for value and in the same order: per-session frames are concatenated in the
+sorted session order those functions use, the reference rows come in `load_paths` order (by rank), and
+what sums over sessions is summed over the whole input as before. The cost is simulated per session
+(`cost_steps`, the part that reads the records) and priced over all of them (`cost_sessions` with
+``per_step``, `calibration_table`): pandas' grouped float sums depend on the rows around a group, so a
+per-session `cost_sessions` differs in the last digits. One difference, a fix: two files holding one
+session id (copies) pair each copy with its own ``agent-acompact-*`` transcript, not both with the first
+copy's.
+
+A caller's ``sessions=`` (the public ``wb.report(path, sessions=…)``) are already in memory: they are one
+group, in the caller's order.
+
+Not streamed: the online judge probes (``--probes``). Every probe job is built and priced before any
+request is sent (the budget is checked over all of them) and a job holds its session, so with probes the
+sessions are loaded again and held (`held_sessions`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..metrics._common import KEYS
+from ..metrics.bill import BILL_COLUMNS, bill_row
+from ..metrics.calibration import CalibrationFacts, calibration_facts, calibration_table
+from ..metrics.cost import cost_sessions, cost_steps
+from ..metrics.expected_recovery import EVENT_COLUMNS, expected_recovery_events, has_tool_calls
+from ..metrics.fidelity import fidelity_events, reference_rows
+from ..metrics.identity import SessionKeys
+from ..metrics.recovery import recovery_frame, recovery_rows
+from ..transcript.model import Session
+
+__all__ = ["SessionTables", "held_sessions", "input_groups"]
+
+#: A session's position in `load_paths` order: (file position, index in its file).
+Rank = tuple[int, int]
+
+
+def _input_paths(runs: Sequence[Mapping[str, Any]]) -> list[Path]:
+    return [Path(p) for p in sorted({p for run in runs for p in run.get("inputs", [])})]
+
+
+def input_groups(
+    runs: Sequence[Mapping[str, Any]], given: Iterable[Session] | Mapping[str, Session] | None
+) -> Iterator[list[tuple[Rank, Session]]]:
+    """The sessions to report on, ranked: the caller's (one group, in their order) or the manifests'
+    ``inputs`` read one session group at a time (nothing when no run lists inputs)."""
+    if given is not None:
+        items = given.values() if isinstance(given, Mapping) else given
+        yield [((position, 0), session) for position, session in enumerate(items)]
+        return
+    paths = _input_paths(runs)
+    if paths:
+        from ..transcript.groups import ranked_groups
+
+        yield from ranked_groups(paths)
+
+
+def held_sessions(
+    runs: Sequence[Mapping[str, Any]],
+    given: Iterable[Session] | Mapping[str, Session] | None,
+    keys: SessionKeys,
+    wanted: set[str],
+) -> dict[str, Session]:
+    """Every wanted session at once, ``{key: session}`` (the probes need them all; module docstring)."""
+    found: dict[str, Session] = {}
+    for group in input_groups(runs, given):
+        found.update(keys.sessions(s for _, s in group if keys.key(s.id, s.source) in wanted))
+    return found
+
+
+class SessionTables:
+    """The report's per-session pieces, filled one group at a time (`add_group`), assembled at the end."""
+
+    def __init__(
+        self,
+        steps: pd.DataFrame,
+        events: pd.DataFrame,
+        keys: SessionKeys,
+        *,
+        pricing: Mapping[str, Any],
+        estimator: str,
+        summarizer_input: str,
+    ) -> None:
+        self.steps, self.events, self.keys = steps, events, keys
+        self.pricing, self.estimator, self.summarizer_input = pricing, estimator, summarizer_input
+        self.wanted = set(steps["session_id"])
+        self._steps_at = steps.groupby("session_id", sort=False).indices
+        has_events = len(events) and "session_id" in events.columns
+        self._events_at = events.groupby("session_id", sort=False).indices if has_events else {}
+        self._in_none_run = set(steps.loc[steps["strategy"] == "none", "session_id"])
+        self._calibrate = bool({"none", "recorded"} & set(steps["strategy"]))
+        #: ``{key: rank}``: the available sessions, in `load_paths` order of their first occurrence.
+        self.order: dict[str, Rank] = {}
+        self.bills: dict[str, dict[str, Any]] = {}
+        self.tool_calls: dict[str, bool] = {}
+        self.baseline: dict[str, list[dict[str, Any]]] = {}
+        self.measured: dict[str, list[dict[str, Any]]] = {}
+        self.reference: dict[str, list[dict[str, Any]]] = {}
+        self.fidelity: dict[str, pd.DataFrame] = {}
+        self.expected: dict[str, pd.DataFrame] = {}
+        #: `cost_steps` rows (and those of ``recorded`` with modelled misses) and the session without
+        #: its records (its models and metadata price the summariser and mark compaction agents)
+        self.per_step: dict[str, pd.DataFrame] = {}
+        self.modelled: dict[str, pd.DataFrame] = {}
+        self.headers: dict[str, Session] = {}
+        self.calibration: dict[str, CalibrationFacts] = {}
+        #: ``{key: line}``: sessions whose results rest on what a replay cannot fully model
+        #: (`workbench.replay.facts.warning_lines`)
+        self.warnings: dict[str, str] = {}
+
+    def add_groups(self, groups: Iterable[list[tuple[Rank, Session]]]) -> SessionTables:
+        """`add_group` for each group, dropping it before the next is read."""
+        for group in groups:
+            self.add_group(group)
+            del group
+        return self
+
+    def add_group(self, group: Sequence[tuple[Rank, Session]]) -> None:
+        """Compute the pieces of the group's wanted sessions (a later copy of a key replaces an earlier
+        one, as in a dict of the whole input)."""
+        members: dict[str, Session] = {}
+        for rank, session in group:
+            key = self.keys.key(session.id, session.source)
+            if key not in self.wanted:
+                continue
+            members[key] = session if key == session.id else replace(session, id=key)
+            self.order.setdefault(key, rank)
+        for key, session in members.items():
+            self._add_session(key, session)
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in reference_rows(members.values()):
+            found.setdefault(row["session_id"], []).append(row)
+        for key in members:
+            self.reference[key] = found.get(key, [])
+
+    def _rows_of(self, frame: pd.DataFrame, at: Mapping[str, Any], key: str) -> pd.DataFrame:
+        return frame.iloc[at[key]] if key in at else frame.iloc[:0]
+
+    def _add_session(self, key: str, session: Session) -> None:
+        from ..replay.engine import session_facts
+
+        notes = session_facts(session).notes()
+        if notes:
+            self.warnings[key] = f"{session.source or session.id}: {'; '.join(notes)}"
+        steps = self._rows_of(self.steps, self._steps_at, key)
+        events = self._rows_of(self.events, self._events_at, key)
+        self.bills[key] = bill_row(session, self.pricing)
+        self.tool_calls[key] = has_tool_calls(session)
+        self.measured[key] = recovery_rows(session, estimator=self.estimator)
+        self.baseline[key] = [] if key in self._in_none_run else _uncompacted(session)
+        by_id = {key: session}
+        self.headers[key] = replace(session, records=(), skipped=())
+        self.per_step[key] = cost_steps(steps, events, by_id, pricing=self.pricing)
+        if self._calibrate and steps["strategy"].isin(["none", "recorded"]).any():
+            self.calibration[key] = calibration_facts(session, self.pricing)
+            recorded = steps[steps["strategy"] == "recorded"]
+            self.modelled[key] = cost_steps(recorded, events, by_id, pricing=self.pricing, misses="modelled")
+        if key in self._events_at:
+            self.fidelity[key] = fidelity_events(session, events)
+            self.expected[key] = expected_recovery_events(
+                session, events, steps, estimator=self.estimator, pricing=self.pricing
+            )
+
+    # -- assembly: the frames of the whole-input functions --------------------------------------------
+
+    @property
+    def available(self) -> list[str]:
+        """The keys of the sessions found, in `load_paths` order."""
+        return sorted(self.order, key=self.order.__getitem__)
+
+    def _sorted_frames(self, parts: Mapping[str, pd.DataFrame]) -> list[pd.DataFrame]:
+        return [parts[key] for key in sorted(parts) if not parts[key].empty]
+
+    def uncompacted(self) -> pd.DataFrame | None:
+        """Uncompacted sizes per (session, step): the ``none`` run's rows, then a ``none`` replay of the
+        available sessions it lacks."""
+        none = self.steps[self.steps["strategy"] == "none"] if len(self.steps) else self.steps
+        frames = [none[["session_id", "step", "tokens_without_compaction"]]] if len(none) else []
+        rows = [row for key in self.available for row in self.baseline[key]]
+        if rows:
+            frames.append(pd.DataFrame(rows)[["session_id", "step", "tokens_without_compaction"]])
+        return pd.concat(frames, ignore_index=True) if frames else None
+
+    def cost_steps(self) -> pd.DataFrame:
+        """`cost_steps` of every session: the available ones' rows, the others' without sessions, in the
+        order of the whole-input call (cells sorted by `KEYS`)."""
+        rest = self.steps[~self.steps["session_id"].isin(self.order)]
+        parts = self._sorted_frames(self.per_step)
+        if len(rest):
+            parts.append(cost_steps(rest, self.events, {}, pricing=self.pricing))
+        parts = [p for p in parts if not p.empty]
+        if not parts:
+            return pd.DataFrame()
+        frame = pd.concat(parts, ignore_index=True)
+        return frame.sort_values(KEYS, kind="stable").reset_index(drop=True)
+
+    def money(self, per_step: pd.DataFrame) -> pd.DataFrame:
+        """`cost_sessions` of every session from its `cost_steps` rows."""
+        return cost_sessions(
+            self.steps,
+            self.events,
+            self.headers,
+            pricing=self.pricing,
+            summarizer_input=self.summarizer_input,  # type: ignore[arg-type]
+            per_step=per_step,
+        )
+
+    def calibration_frame(self, per_step: pd.DataFrame) -> pd.DataFrame:
+        """`calibrate_cost` of the available sessions from the `cost_steps` rows of every session."""
+        if per_step.empty:
+            return pd.DataFrame()
+        cells = per_step["strategy"].isin(["none", "recorded"]) & per_step["session_id"].isin(self.calibration)
+        modelled = self._sorted_frames(self.modelled)
+        return calibration_table(
+            per_step[cells], pd.concat(modelled, ignore_index=True) if modelled else pd.DataFrame(), self.calibration
+        )
+
+    def bill(self) -> pd.DataFrame:
+        return pd.DataFrame([self.bills[key] for key in self.available], columns=BILL_COLUMNS)
+
+    def per_event_fidelity(self) -> pd.DataFrame:
+        frames = self._sorted_frames(self.fidelity)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def per_event_recovery(self) -> pd.DataFrame:
+        frames = self._sorted_frames(self.expected)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*KEYS, *EVENT_COLUMNS])
+
+    def measured_recovery(self) -> pd.DataFrame:
+        return recovery_frame(row for key in self.available for row in self.measured[key])
+
+    def reference_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([row for key in self.available for row in self.reference[key]])
+
+
+def _uncompacted(session: Session) -> list[dict[str, Any]]:
+    """The (session, step, tokens_without_compaction) rows of a ``none`` replay of ``session``."""
+    from ..replay import replay_session
+    from ..strategies import create
+
+    columns = ("session_id", "step", "tokens_without_compaction")
+    return [{c: row[c] for c in columns} for row in replay_session(session, create("none")).steps]

@@ -1,0 +1,3 @@
+"""The package version (also `workbench.__version__`)."""
+
+__version__ = "0.1.0"
