@@ -33,13 +33,11 @@ import copyreg
 import importlib
 import sys
 import types
+from typing import TYPE_CHECKING, Any
 
 from .util.version import __version__
 
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would double this module's import time
 if TYPE_CHECKING:
-    from typing import Any
-
     from . import widgets
     from ._public import (
         InvariantStudy,

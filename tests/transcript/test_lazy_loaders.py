@@ -52,11 +52,9 @@ def test_a_warm_ingest_imports_no_loader(tmp_path: Path) -> None:
     # shutil for argparse's help width (`cli._help_width`)
     assert {"workbench.transcript.model", "tempfile", "shutil"} <= set(cold["modules"])
     assert not {"workbench.transcript.model", "tempfile", "shutil", "pydantic"} & set(warm["modules"]), warm
-    # nor typing, dataclasses (and its inspect), OpenSSL's hashlib or pickle: a quarter of a warm ingest's
-    # time (`workbench.util.value`, the ``TYPE_CHECKING = False`` guards, `session_cache`'s BLAKE2b, summaries
-    # kept as JSON)
-    assert {"typing", "dataclasses", "inspect", "pickle"} <= set(cold["modules"])
-    assert not {"typing", "dataclasses", "inspect", "_hashlib", "pickle"} & set(warm["modules"]), warm["modules"]
+    # nor OpenSSL's hashlib or pickle (`session_cache`'s BLAKE2b, summaries kept as JSON)
+    assert "pickle" in cold["modules"]
+    assert not {"_hashlib", "pickle"} & set(warm["modules"]), warm["modules"]
 
 
 def test_warm_and_cold_ingest_print_the_same_report(tmp_path: Path) -> None:

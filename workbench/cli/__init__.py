@@ -1,6 +1,6 @@
 """``workbench`` command line. Every command has ``--json`` for scripts; logic lives in the packages.
 
-Exit codes (README "Exit codes"): 0 when anything could be read and processed (bad lines, unreadable
+Exit codes (docs/usage.md): 0 when anything could be read and processed (bad lines, unreadable
 files and failed sessions are reported, not fatal), 1 when nothing could (missing path, no transcript,
 every session failed), 2 for bad arguments or configs (a usage error is one line naming the option),
 130 when interrupted (143 on SIGTERM). Never a traceback (``WORKBENCH_DEBUG=1`` shows it).
@@ -21,14 +21,11 @@ import signal
 import sys
 import threading
 import warnings
+from typing import Any, NoReturn
 
 from . import corpus, report, results, sweep
 from .common import Command, echo
 from .corpus import ingest_report
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 __all__ = ["COMMANDS", "build_parser", "command_parser", "ingest_report", "main", "parse"]
 

@@ -1,14 +1,13 @@
 """Shared pieces of the ``workbench`` commands: the declarative command table, argument types, output,
 loading and error reporting.
 
-The command line is the standard library's `argparse` (it was typer until typer's start-up, ~0.2 s of
-every command for building a pydantic adapter per parameter, made a warm ``ingest`` mostly start-up;
-README "Command line"). Each ``cli_*`` module declares its commands as `Command` rows (name, function,
-arguments as `arg` rows); `workbench.cli` builds one parser from them. A command's function receives the
+The command line is the standard library's `argparse`, for start-up (docs/usage.md). Each module of this
+package declares its commands as `Command` rows (name, function, arguments as `arg` rows);
+`workbench.cli` builds one parser from them. A command's function receives the
 parsed arguments as keywords and imports what it needs when it runs, so parsing ``ingest`` imports no
 pandas, pydantic or replay engine. This module itself imports only the standard library at load time.
 
-Exit codes (README "Exit codes"): 0 when anything could be read and processed (bad lines, unreadable
+Exit codes (docs/usage.md): 0 when anything could be read and processed (bad lines, unreadable
 files and failed sessions are reported, not fatal), 1 when nothing could (missing path, no transcript,
 every session failed), 2 for bad arguments or configs, 130 when interrupted. Never a traceback. A command
 ends early with `fail` (one ``error:`` line on stderr, then `SystemExit` with the code).
@@ -19,15 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-#: `typing.TYPE_CHECKING` without importing typing (nor dataclasses, which imports inspect): ~0.03 s of
-#: every command's start-up here, a quarter of a warm ``ingest`` (README "Start-up"). mypy reads the name.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
-    from typing import Any, NoReturn, TypeVar
-
     from ..transcript import LoadReport, Session
     from ..transcript.isolation import SessionFailure
 

@@ -8,7 +8,9 @@ when it runs (``ingest`` the transcript package, ``tokens`` pandas, ``validate``
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     FORMAT,
@@ -27,11 +29,7 @@ from .common import (
     fail,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
-
     from ..transcript import LoadReport, Session
     from ..transcript.isolation import SessionFailure
     from ..transcript.summary import FileSummary
@@ -344,7 +342,7 @@ def reproduce(paths: list[Path], as_json: bool = False, fmt: str | None = None) 
     _finish(failures, len(used))
 
 
-COMMANDS = (
+COMMANDS: tuple[Command, ...] = (
     Command(
         "ingest",
         ingest,

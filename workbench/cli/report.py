@@ -8,6 +8,7 @@ with when it runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .common import (
     FORMAT,
@@ -25,10 +26,6 @@ from .common import (
     fail,
     probe_announcer,
 )
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["COMMANDS"]
 
@@ -159,7 +156,7 @@ def report_command(
         echo(f"error: {failed['path']}: {failed['reason']} (run folder left out)", err=True)
 
 
-COMMANDS = (
+COMMANDS: tuple[Command, ...] = (
     Command(
         "recovery",
         recovery,

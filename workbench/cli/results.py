@@ -8,6 +8,7 @@ strategies and pydantic when it runs, pandas and pyarrow only for ``--out``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     FORMAT,
@@ -25,10 +26,7 @@ from .common import (
     fail,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
-    from typing import Any
-
     from ..transcript.isolation import SessionFailure
 
 __all__ = ["COMMANDS"]
@@ -174,7 +172,7 @@ def replay(
     lines = [
         f"{s['session_id'][:44]:<46}{s['steps']:>6} steps  peak {s['peak_context_tokens']:>8}  "
         + (", ".join(f"{e['kind']}@{e['step']}({e['tokens_before']}->{e['tokens_after']})" for e in s["events"]) or "-")
-        for s in data["sessions"]
+        for s in rows
     ]
     _emit(data, as_json, "\n".join(lines))
     if warnings and not as_json:
@@ -187,7 +185,7 @@ def replay(
     _finish(failures, len(rows))
 
 
-COMMANDS = (
+COMMANDS: tuple[Command, ...] = (
     Command("strategies", list_strategies, (JSON,)),
     Command(
         "replay",

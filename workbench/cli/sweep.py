@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .common import FORMAT, JSON, PATHS, PROBE_BUDGET, Command, arg, at_least_one, echo, fail, probe_announcer
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["COMMANDS"]
 
@@ -137,7 +134,7 @@ def sweep(
             from ..experiments.report import write_report
 
             options = None
-            if probes:
+            if probes and probe_budget_usd is not None:  # both checked on entry
                 from ..online.client import MissingAPIKeyError
                 from ..probes.run import ProbeBudgetError
 
@@ -250,7 +247,7 @@ def advise(
 
 _STORE = arg("--store", type=Path, metavar="DIR", help="Result store folder (default results/<spec name>/store).")
 
-COMMANDS = (
+COMMANDS: tuple[Command, ...] = (
     Command(
         "sweep",
         sweep,

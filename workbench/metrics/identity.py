@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import replace  # a Session or (planning) a SessionInfo
 from typing import Any
 
 import pandas as pd
 
 from ..transcript.files import printable_path
 from ..transcript.model import Session
-from ..util.value import replace  # a Session or (planning) a SessionInfo
 
 __all__ = ["FILE", "SessionKeys"]
 

@@ -8,11 +8,9 @@ summaries and imports no loader, no export code and no JSON decoder.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:
-    from typing import Any
-
     from .export import export_session, session_bytes
     from .model import BLOCK_KINDS, Block, Corpus, Record, Session, Skip, canonical_json
     from .registry import LoadReport, TranscriptError, detect, get_loader, load_corpus, load_paths, loaders, register

@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from typing import BinaryIO
+from typing import BinaryIO
 
 __all__ = [
     "BOM",

@@ -7,7 +7,7 @@ byte-order mark is not part of the JSON (editors on Windows write one); it is ig
 it in ``Record.line`` so export stays byte-identical.
 
 **The decoder.** Lines and documents are decoded by `orjson` (about 3x the standard library's speed on
-the corpus; README "Scale" says why orjson), with the standard library as the fallback wherever the two
+the corpus; docs/performance.md says why orjson), with the standard library as the fallback wherever the two
 could differ, so what a user sees is unchanged:
 
 * anything orjson rejects is decoded again by `json` (which accepts ``NaN`` / ``Infinity``, ``1e999``,

@@ -17,7 +17,7 @@ A record behaves the same whether it was parsed now or restored from the cache.
 
 Measured on the 8x corpus (71,360 records, 8 copies of the real Claude Code corpus): the cache entries
 shrink from 310 to 238 MB and restoring them takes about a third less time; a file of 10⁶ tiny lines
-loads in less memory (README "Scale").
+loads in less memory (docs/performance.md).
 
 It is a `Mapping`, not a ``dict``: ``dict(raw)``, ``{**raw}``, ``raw.get``, ``==`` with a dict work;
 ``json.dumps(raw)`` does not (write ``Record.line``, which is the exact text, or ``dict(raw)``).

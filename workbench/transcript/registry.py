@@ -9,16 +9,14 @@ passed over, so nothing is dropped silently.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..util.value import Value
 from .files import BOM, NotRegularFile, max_line_bytes, read_head, walk
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # the record model is imported where records are made: a warm `ingest` makes none
-    from collections.abc import Iterable, Iterator
-    from typing import Any
-
     from .loader_protocol import Loader
     from .model import Corpus, Session, Skip
     from .summary import FileSummary
@@ -179,21 +177,13 @@ def detect(path: Path, head: bytes | None = None) -> Loader | None:
     return found
 
 
-class LoadReport(Value):
+@dataclass(slots=True)
+class LoadReport:
     """What a load saw: files read, files passed over (not transcripts), bad lines, totals."""
 
-    __match_args__ = ("files", "ignored", "errors")
-    __slots__ = __match_args__
-
-    def __init__(
-        self,
-        files: list[str] | None = None,
-        ignored: list[dict[str, str]] | None = None,
-        errors: list[dict[str, str]] | None = None,
-    ) -> None:
-        self.files: list[str] = [] if files is None else files
-        self.ignored: list[dict[str, str]] = [] if ignored is None else ignored
-        self.errors: list[dict[str, str]] = [] if errors is None else errors
+    files: list[str] = field(default_factory=list)
+    ignored: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {"files": list(self.files), "ignored": list(self.ignored), "errors": list(self.errors)}

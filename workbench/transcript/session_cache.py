@@ -29,7 +29,7 @@ entries per key:
 again in full (no re-reading from the offset where it changed: a complete re-read is always right,
 including for inline sub-agent chains and the session-level fields derived from all lines, and reading
 on saved nothing when tried: restoring the cached sessions costs about half a parse, and the new entry
-is written anyway; README "Scale"). The new
+is written anyway; docs/performance.md). The new
 entries replace the old ones of that path (a small pointer file per path), so the cache does not grow
 with every append. A file that changes *while* it is read is not cached.
 
@@ -50,23 +50,21 @@ import gc
 import json
 import os
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 try:  # hashlib's own BLAKE2b, without hashlib's import of OpenSSL (~3.5 ms of every warm ingest here)
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover (an interpreter built without it: hashlib's fallback)
     from hashlib import blake2b
 
-from ..util.value import FrozenValue
 from .files import max_line_bytes, open_regular
 from .summary import FileSummary, SessionInfo, file_summary, summary_from_json, summary_json
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # a warm `ingest` answers from summaries: neither the record model nor tempfile is imported
-    from collections.abc import Callable
-    from typing import Any, BinaryIO
-
     from .model import Session
 
 __all__ = [
@@ -277,18 +275,14 @@ def _atomic(target: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
 # ---------------------------------------------------------------------------------------------- API
 
 
-class _Entry(FrozenValue):
+@dataclass(frozen=True, slots=True)
+class _Entry:
     """A file's cache key, its pointer's name, the file's stamp and its content hash (`_entry`)."""
 
-    __match_args__ = ("key", "pointer", "stamp", "digest")
-    __slots__ = __match_args__
     key: str
     pointer: str
     stamp: tuple[int, ...]
     digest: str
-
-    def __init__(self, key: str, pointer: str, stamp: tuple[int, ...], digest: str) -> None:
-        self._set_fields(key, pointer, stamp, digest)
 
 
 def _entry(path: Path, loader_name: str) -> _Entry:

@@ -6,34 +6,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
-from ..util.value import FrozenValue, Value
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (README "Start-up")
 if TYPE_CHECKING:  # a warm `ingest` reads summaries without importing the record model
-    from collections.abc import Iterable
-    from typing import Any
-
     from .model import Session
 
 __all__ = ["FileSummary", "SessionInfo", "file_summary", "summary_from_json", "summary_json"]
 
 
-class SessionInfo(FrozenValue):
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
     """What planning needs of a session without its records (`Session` has the same attributes)."""
 
-    __match_args__ = (
-        "id",
-        "source",
-        "format",
-        "fingerprint",
-        "n_records",
-        "is_subagent",
-        "is_inline",
-        "session_id",
-        "parent_session_id",
-    )
-    __slots__ = __match_args__
     id: str
     source: str | None
     format: str
@@ -41,24 +27,8 @@ class SessionInfo(FrozenValue):
     n_records: int
     is_subagent: bool
     is_inline: bool
-    session_id: str | None
-    parent_session_id: str | None
-
-    def __init__(
-        self,
-        id: str,
-        source: str | None,
-        format: str,
-        fingerprint: str,
-        n_records: int,
-        is_subagent: bool,
-        is_inline: bool,
-        session_id: str | None = None,
-        parent_session_id: str | None = None,
-    ) -> None:
-        self._set_fields(
-            id, source, format, fingerprint, n_records, is_subagent, is_inline, session_id, parent_session_id
-        )
+    session_id: str | None = None
+    parent_session_id: str | None = None
 
     @classmethod
     def of(cls, session: Session) -> SessionInfo:
@@ -75,53 +45,29 @@ class SessionInfo(FrozenValue):
         )
 
 
-class FileSummary(Value):
+@dataclass(slots=True)
+class FileSummary:
     """What ``workbench ingest`` reports of one file's sessions (inline sub-agent sessions are views of
     their main session's lines: counted as sessions, not as lines or records)."""
 
-    __match_args__ = (
-        "lines",
-        "records",
-        "skipped",
-        "by_kind",
-        "by_format",
-        "warnings",
-        "round_trip_checked",
-        "round_trip_different",
-        "sessions",
-    )
-    __slots__ = __match_args__
-
-    def __init__(
-        self,
-        lines: int = 0,
-        records: int = 0,
-        skipped: list[dict[str, Any]] | None = None,
-        by_kind: Counter[str] | None = None,
-        by_format: Counter[str] | None = None,
-        warnings: list[dict[str, Any]] | None = None,
-        round_trip_checked: int = 0,
-        round_trip_different: list[str] | None = None,
-        sessions: list[SessionInfo] | None = None,
-    ) -> None:
-        self.lines = lines
-        self.records = records
-        self.skipped: list[dict[str, Any]] = [] if skipped is None else skipped
-        self.by_kind: Counter[str] = Counter() if by_kind is None else by_kind
-        self.by_format: Counter[str] = Counter() if by_format is None else by_format
-        self.warnings: list[dict[str, Any]] = [] if warnings is None else warnings
-        self.round_trip_checked = round_trip_checked
-        self.round_trip_different: list[str] = [] if round_trip_different is None else round_trip_different
-        self.sessions: list[SessionInfo] = [] if sessions is None else sessions
+    lines: int = 0
+    records: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    by_kind: Counter[str] = field(default_factory=Counter)
+    by_format: Counter[str] = field(default_factory=Counter)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    round_trip_checked: int = 0
+    round_trip_different: list[str] = field(default_factory=list)
+    sessions: list[SessionInfo] = field(default_factory=list)
 
 
 def summary_json(summary: FileSummary) -> bytes | None:
     """``summary`` as JSON, when it reads back equal (`summary_from_json`); None when it would not (a
     value JSON cannot keep: a tuple, a non-string key, an object), which the cache then pickles. JSON
-    because a warm ``ingest`` reads one summary per file and importing pickle was ~4 ms of it; lone
-    surrogates survive (``ensure_ascii``)."""
-    data = {name: getattr(summary, name) for name in summary.__match_args__}
-    data["sessions"] = [list(info._fields()) for info in summary.sessions]
+    because a warm ``ingest`` reads one summary per file and needs no pickle for it; lone surrogates
+    survive (``ensure_ascii``)."""
+    data = {f.name: getattr(summary, f.name) for f in fields(summary)}
+    data["sessions"] = [list(astuple(info)) for info in summary.sessions]
     try:
         text = json.dumps(data, separators=(",", ":")).encode("ascii")
     except (TypeError, ValueError):
