@@ -11,7 +11,7 @@ setup: $(BIN)/workbench
 $(BIN)/workbench: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,browser,docs]'
+	$(BIN)/pip install --quiet -e '.[all,dev,browser,docs]'
 	$(BIN)/python -c "from workbench.tokens.bpe import seed_tiktoken_cache; print('tiktoken BPE cache:', seed_tiktoken_cache())"
 	bash scripts/fetch_widget_js.sh
 	@touch $@

@@ -70,6 +70,7 @@ OPTIONS = {
     "tune": {"--executor", "--workers", "--store", "--plot", "--json"},
     "advise": {"--executor", "--workers", "--store", "--json", "--format"},
     "demo": {"--out", "--executor", "--workers", "--json"},
+    "notebooks": {"--force", "--json"},
 }
 # The least a command runs with: its required arguments.
 MINIMAL = {
@@ -81,10 +82,11 @@ MINIMAL = {
     "tune": ["spec.yaml"],
     "strategies": [],
     "demo": [],
+    "notebooks": ["d"],
 }
 
 
-def test_the_commands_and_their_options_are_those_typer_had() -> None:
+def test_the_commands_and_their_options() -> None:
     _, parsers = build_parser()
     assert list(parsers) == list(OPTIONS)
     for name, parser in parsers.items():

@@ -168,6 +168,12 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("WORKBENCH_DEBUG"):
             raise
+        if isinstance(exc, ModuleNotFoundError):  # an optional dependency a feature needs
+            from ..util.resources import missing_extra
+
+            if (hint := missing_extra(exc)) is not None:
+                echo(f"error: {hint}", err=True)
+                sys.exit(2)
         echo(f"error: {type(exc).__name__}: {exc} (internal error; WORKBENCH_DEBUG=1 shows the traceback)", err=True)
         sys.exit(1)
     finally:

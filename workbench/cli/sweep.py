@@ -162,18 +162,9 @@ def demo(
     from ..experiments import load_spec, plan_sweep, run_sweep
     from ..experiments.report import write_report
     from ..experiments.run import planning_workers
+    from ..util.resources import embedded
 
-    spec_path = Path(__file__).resolve().parent.parent / "experiments" / "smoke.yaml"  # not at import: realpath
-    if not spec_path.is_file():  # installed without the repository: generate the corpus and a spec
-        from ..synthetic import write_corpus
-
-        write_corpus(out / "data")
-        spec_path = out / "smoke.yaml"
-        spec_path.write_text(
-            "name: smoke\ncorpus: [data]\nstrategies:\n  - {name: none}\n  - {name: full-compact}\n"
-            "  - name: sm-compact\n    grid: {min_tokens: [5000, 10000], max_tokens: [20000, 40000]}\n",
-            encoding="utf-8",
-        )
+    spec_path = embedded("experiments") / "smoke.yaml"  # its corpus is the embedded data/ beside it
     resolved = load_spec(spec_path)
     plan = plan_sweep(resolved, workers=planning_workers(executor, workers))
     result = run_sweep(
@@ -187,6 +178,25 @@ def demo(
         echo(f"{result.cells_total} cells ({result.cells_computed} computed) in {result.elapsed_s:.1f} s")
         echo(f"report: {folder.resolve()}")
         echo(f"summary: {(folder / 'summary.md').resolve()}")
+
+
+def notebooks(out: Path, force: bool = False, as_json: bool = False) -> None:
+    """Copy the workbench's notebooks (and the embedded sessions they fall back to) into OUT, to open in
+    JupyterLab wherever the package is installed."""
+    import shutil
+
+    from ..util.resources import embedded
+
+    source = embedded("notebooks")
+    names = sorted(p.name for p in source.glob("*.ipynb"))
+    taken = [name for name in names if (out / name).exists()]
+    if taken and not force:
+        fail(f"{out}: already holds {', '.join(taken)} (--force replaces them)", 2)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copyfile(source / name, out / name)
+    data = {"notebooks": [str((out / name).resolve()) for name in names], "data": str(embedded("data"))}
+    echo(json.dumps(data, indent=2) if as_json else "\n".join(data["notebooks"]))
 
 
 def tune(
@@ -312,6 +322,15 @@ COMMANDS: tuple[Command, ...] = (
             arg("--out", type=Path, default=Path("results/demo"), metavar="DIR", help="Report folder."),
             arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
             arg("--workers", type=at_least_one, metavar="N", help="Worker processes."),
+            JSON,
+        ),
+    ),
+    Command(
+        "notebooks",
+        notebooks,
+        (
+            arg("out", type=Path, metavar="DIR", help="Folder to copy the notebooks into."),
+            arg("--force", action="store_true", help="Replace notebooks of the same name."),
             JSON,
         ),
     ),
