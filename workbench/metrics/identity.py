@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import replace  # a Session or (planning) a SessionInfo
-from typing import Any
+from typing import Any, overload
 
 import pandas as pd
 
@@ -70,6 +70,10 @@ class SessionKeys:
         self._origin[key] = (session_id, file)
         return key
 
+    @overload
+    def relabel(self, frame: None, file: str = ...) -> None: ...
+    @overload
+    def relabel(self, frame: pd.DataFrame, file: str = ...) -> pd.DataFrame: ...
     def relabel(self, frame: pd.DataFrame | None, file: str = FILE) -> pd.DataFrame | None:
         """``frame`` with the per-file key in ``session_id`` (unchanged when there are no duplicates)."""
         if frame is None or frame.empty or not self.duplicates or file not in frame.columns:
@@ -87,6 +91,10 @@ class SessionKeys:
             out[key] = session if key == session.id else replace(session, id=key)
         return out
 
+    @overload
+    def restore(self, frame: None, file: str = ...) -> None: ...
+    @overload
+    def restore(self, frame: pd.DataFrame, file: str = ...) -> pd.DataFrame: ...
     def restore(self, frame: pd.DataFrame | None, file: str = FILE) -> pd.DataFrame | None:
         """``frame`` with the recorded ids back in ``session_id`` and a ``file`` column after it (filled
         from the keys where the frame has none)."""

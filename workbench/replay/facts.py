@@ -126,10 +126,12 @@ def fact_notes(
 
 
 class _Facts(Protocol):
-    format: str
-    window: int | None
-    hidden_tokens: int
-
+    @property
+    def format(self) -> str: ...
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def hidden_tokens(self) -> int: ...
     @property
     def unknown_versions(self) -> Sequence[str]: ...
     @property

@@ -154,7 +154,7 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
         )
         out += _section("By session", data["sessions"], columns, 44)
     if data.get("reference"):
-        cols = (
+        cols: tuple[tuple[str, str, str], ...] = (
             ("session", "session_id", ""),
             ("source", "source", ""),
             ("step", "step", ""),

@@ -301,8 +301,8 @@ def _with_recovery(
         per_session = measured.groupby("session_id")[["recovery_tokens", "recovery_calls"]].sum()
         recorded = table["strategy"] == "recorded"
         for column in ("tokens", "calls"):
-            found = table.loc[recorded, "session_id"].map(per_session[f"recovery_{column}"])
-            table.loc[recorded, f"measured_recovery_{column}"] = found.fillna(0).astype(float)
+            recovered = table.loc[recorded, "session_id"].map(per_session[f"recovery_{column}"])
+            table.loc[recorded, f"measured_recovery_{column}"] = recovered.fillna(0).astype(float)
     return table, measured
 
 

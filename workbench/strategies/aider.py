@@ -87,6 +87,7 @@ class Aider(Strategy):
     )
     source = "Aider-AI/aider aider/history.py, aider/models.py @ 5dc9490b"
     Config = AiderConfig
+    config: AiderConfig
 
     def new_state(self) -> AiderState:
         return AiderState()

@@ -269,6 +269,7 @@ class OnDemandCompact(Strategy):
         "(platform.claude.com/docs/en/build-with-claude/compaction-on-demand, beta compact-2026-09-04)"
     )
     Config = OnDemandCompactConfig
+    config: OnDemandCompactConfig
 
     def new_state(self) -> Any:
         return RefillGuard()
@@ -323,6 +324,7 @@ class BackgroundCompact(OnDemandCompact):
         "(platform.claude.com/docs/en/build-with-claude/compaction-background, beta compact-2026-09-04)"
     )
     Config = BackgroundCompactConfig
+    config: BackgroundCompactConfig
 
     def new_state(self) -> BackgroundState:
         return BackgroundState()
@@ -394,6 +396,7 @@ class SdkCompactionControl(Strategy):
         "@ bfa9197f (@anthropic-ai/sdk 0.120.0)"
     )
     Config = SdkCompactionControlConfig
+    config: SdkCompactionControlConfig
 
     def new_state(self) -> Any:
         return RefillGuard()

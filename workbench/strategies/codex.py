@@ -203,7 +203,7 @@ def trim_to_window(view: ContextView, window: int, prompt_tokens: int) -> int | 
     rough = [int(n) for n in view.rough]
     total = sum(rough)
     scale = view.tokens / total if total and view.tokens > total else 1.0
-    size = max(view.tokens, total) + prompt_tokens
+    size: float = max(view.tokens, total) + prompt_tokens
     removed = 0
     while size > window:
         if len(rough) - removed <= 1:
@@ -272,6 +272,7 @@ class Codex(Strategy):
     )
     source = "openai/codex codex-rs/core/src/compact.rs @ e06dd0e5"
     Config = CodexConfig
+    config: CodexConfig
 
     def new_state(self) -> RefillGuard:
         return RefillGuard()

@@ -83,6 +83,7 @@ class CodexRemote(Strategy):
     )
     source = "openai/codex codex-rs/core/src/compact_remote_v2.rs @ 009bd870"
     Config = CodexRemoteConfig
+    config: CodexRemoteConfig
 
     def new_state(self) -> RefillGuard:
         return RefillGuard()

@@ -181,6 +181,7 @@ class ClearToolUses(Strategy):
     )
     source = _CONTEXT_EDITING
     Config = ClearToolUsesConfig
+    config: ClearToolUsesConfig
 
     def new_state(self) -> ClearState:
         return ClearState(set())
@@ -281,6 +282,7 @@ class ClearThinking(Strategy):
     description = "Anthropic context editing clear_thinking: keep thinking blocks of the last assistant turn only."
     source = _CONTEXT_EDITING
     Config = ClearThinkingConfig
+    config: ClearThinkingConfig
 
     def new_state(self) -> ThinkState:
         return ThinkState()
@@ -373,6 +375,7 @@ class ServerCompact(Strategy):
         "(platform.claude.com/docs/en/build-with-claude/compaction-threshold, beta compact-2026-01-12)"
     )
     Config = ServerCompactConfig
+    config: ServerCompactConfig
 
     def new_state(self) -> RefillGuard:
         return RefillGuard()

@@ -95,6 +95,7 @@ class LangChainTrim(Strategy):
     )
     unsafe = True
     Config = TrimConfig
+    config: TrimConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         config = self.config
@@ -185,6 +186,7 @@ class LangChainSummarization(Strategy):
         "SummarizationMiddleware @ langchain 1.x API (reference docs; early v1 read at d1382304)"
     )
     Config = SummarizationConfig
+    config: SummarizationConfig
 
     def _reached(self, size: ContextSize, view: ContextView, count: int) -> bool:
         kind, value = size

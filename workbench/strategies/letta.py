@@ -69,6 +69,7 @@ class Letta(Strategy):
         "letta/constants.py @ 56ba9c25"
     )
     Config = LettaConfig
+    config: LettaConfig
 
     def post_tokens(self, view: ContextView, start: int) -> float:
         return (overhead(view) + sum(view.rough[start:])) * self.config.approx_safety_margin

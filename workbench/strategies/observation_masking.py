@@ -142,6 +142,7 @@ class ObservationMasking(Strategy):
         "sweagent/agent/history_processors.py LastNObservations implements it (commit not pinned)"
     )
     Config = ObservationMaskingConfig
+    config: ObservationMaskingConfig
 
     def new_state(self) -> MaskState:
         return MaskState()

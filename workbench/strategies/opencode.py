@@ -503,7 +503,8 @@ class OpenCodePrune(Strategy):
                     break
                 estimate = rough_tokens(block.result_text())
                 total += estimate
-                if total > config.protect_tokens:
+                # a result without an id is cleared by none (the rewrite selects results by id)
+                if total > config.protect_tokens and block.tool_use_id is not None:
                     pruned += estimate
                     candidates.add(block.tool_use_id)
             if done:

@@ -125,6 +125,7 @@ class OpenHandsRecent(_Condenser):
     )
     description = "OpenHands V0: every step keep the first event and the last 99 (of max 100 events)."
     Config = RecentConfig
+    config: RecentConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         cut = self.middle(view, self.config.keep_first, self.config.max_events - self.config.keep_first)
@@ -160,6 +161,7 @@ class OpenHandsAmortized(_Condenser):
     )
     description = "OpenHands V0: above 100 events forget the middle, keeping the first event + tail to 50."
     Config = AmortizedConfig
+    config: AmortizedConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         if len(events(view.records)) <= self.config.max_size:
@@ -235,6 +237,7 @@ class OpenHandsLLM(_Condenser):
     )
     description = "OpenHands V0 LLM summarizing condenser: >100 events → first event + summary + last 48."
     Config = LLMSummarizingConfig
+    config: LLMSummarizingConfig
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         config = self.config
@@ -322,6 +325,7 @@ class OpenHandsPipeline(Strategy):
     source = "OpenHands/OpenHands openhands/memory/condenser/impl/pipeline.py @ 76483ad8"
     description = "OpenHands condenser pipeline: stages in order, stop at the first that forgets (default: none)."
     Config = PipelineConfig
+    config: PipelineConfig
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)

@@ -118,6 +118,8 @@ class OpenHandsObservationMasking(Strategy):
         attention_window: int = Field(100, ge=1)
         placeholder: str = Field(MASKED, min_length=1)
 
+    config: Config
+
     def new_state(self) -> EventState:
         return EventState()
 

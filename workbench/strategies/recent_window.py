@@ -165,8 +165,7 @@ def api_messages(records: Sequence[Record]) -> list[ApiMessage]:
             continue
         role = "assistant" if record.kind == "assistant" else "user"
         last = out[-1] if out else None
-        same = last is not None and last[0] == role and (role == "user" or last[5] == record.message_id)
-        if same:
+        if last is not None and last[0] == role and (role == "user" or last[5] == record.message_id):
             last[2] = i + 1
             last[3] = last[3] or bool(record.tool_results())
             last[4] = last[4] or bool(record.tool_uses())
@@ -304,10 +303,9 @@ class RecentWindow(Strategy):
 
     name = "recent-window"
     description = "Keep the newest records within 50% of the window once at 80%; cut only at API-safe points."
-    source = (
-        "workbench (own design): the recent-window baseline with API-safe cuts (docs/peers.md, Implications)"
-    )
+    source = "workbench (own design): the recent-window baseline with API-safe cuts (docs/peers.md, Implications)"
     Config = RecentWindowConfig
+    config: RecentWindowConfig
 
     def new_state(self) -> RefillGuard:
         return RefillGuard()

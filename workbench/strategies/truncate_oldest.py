@@ -27,11 +27,10 @@ class TruncateOldest(Strategy):
 
     name = "truncate-oldest"
     description = "Naive token sliding window: drop the oldest records at 80% of the window down to 50%, no API safety."
-    source = (
-        "workbench (own design): the naive token sliding window baseline (docs/peers.md, Implications)"
-    )
+    source = "workbench (own design): the naive token sliding window baseline (docs/peers.md, Implications)"
     unsafe = True
     Config = WindowConfig
+    config: WindowConfig
 
     def new_state(self) -> RefillGuard:
         return RefillGuard()

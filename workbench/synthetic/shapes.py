@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..tokens.estimators import get_estimator
 from ..tokens.js import rough_tokens
@@ -74,7 +75,7 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
         records.append(record)
         sent += rough.count(as_sent or record)
 
-    def record(kind: str, blocks: list[dict], *, mid: str | None = None, string: str | None = None) -> Record:
+    def record(kind: str, blocks: list[dict[str, Any]], *, mid: str | None = None, string: str | None = None) -> Record:
         n = len(records)
         return Record(
             kind=kind,
@@ -114,7 +115,7 @@ def shaped_session(shape: Shape, session_id: str = "shaped") -> Session:
                 records.append(boundary)
                 sent -= boundary.raw["microcompactMetadata"]["tokensSaved"] - _cleared_tokens(boundary)
         mid = f"msg_{session_id}_{call}"
-        blocks: list[dict] = []
+        blocks: list[dict[str, Any]] = []
         if opens or rng.random() < shape.thinking:
             blocks.append({"type": "thinking", "thinking": f"plan for call {call}", "signature": "sig"})
         last = call == shape.calls - 1
@@ -198,6 +199,8 @@ def _microcompact(
         "compactedToolIds": ids,
         "clearedAttachmentUUIDs": [],
     }
+    uuid = f"{session_id}-mc-{len(records)}"
+    parent_uuid = records[-1].uuid if records else None
     raw = {
         "type": "system",
         "subtype": "microcompact_boundary",
@@ -205,15 +208,15 @@ def _microcompact(
         "level": "info",
         "isMeta": False,
         "sessionId": session_id,
-        "uuid": f"{session_id}-mc-{len(records)}",
-        "parentUuid": records[-1].uuid if records else None,
+        "uuid": uuid,
+        "parentUuid": parent_uuid,
         "version": version,
         "microcompactMetadata": metadata,
     }
     return Record(
         kind="system",
-        uuid=raw["uuid"],
-        parent_uuid=raw["parentUuid"],
+        uuid=uuid,
+        parent_uuid=parent_uuid,
         subtype="microcompact_boundary",
         blocks=(Block.text_block("Context microcompacted"),),
         string_content=True,
@@ -227,7 +230,7 @@ def _cleared_tokens(boundary: Record) -> int:
     return len(boundary.raw["microcompactMetadata"]["compactedToolIds"]) * rough_tokens(_CLEARED)
 
 
-def _budget(records: list[Record], uses: list[dict], session_id: str) -> Record:
+def _budget(records: list[Record], uses: list[dict[str, Any]], session_id: str) -> Record:
     """Claude Code's budget over the batch just written (docs §3.7): a result over 50,000 characters, then the
     largest until the batch is within 200,000, becomes a preview; one ``content-replacement`` line records it."""
     ids = {u["id"] for u in uses}

@@ -53,7 +53,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .chat_jsonl import parse_arguments
 from .files import read_lines
@@ -68,6 +68,18 @@ FORMAT = "codex"
 
 class _LineError(ValueError):
     pass
+
+
+class _Common(TypedDict):
+    """The `Record` fields every line sets, whatever its type."""
+
+    uuid: str
+    session_id: str
+    timestamp: str | None
+    raw: dict[str, Any]
+    line: str | None
+    source: str
+    line_no: int
 
 
 def _str(value: Any) -> str | None:
@@ -121,15 +133,15 @@ def _item(item: Mapping[str, Any], uuid: str) -> tuple[str, str | None, tuple[Bl
         output = item.get("output")
         if isinstance(output, Mapping):  # older rollouts: {"content": ..., "success": ...}
             output = output.get("content")
-        block = {
+        result = {
             "type": "tool_result",
             "tool_use_id": call_id,
             "content": output if isinstance(output, (str, list)) else json.dumps(output),
         }
-        return "user", "user", (Block("tool_result", block),), kind
+        return "user", "user", (Block("tool_result", result),), kind
     if kind == "web_search_call":
-        block = {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": item.get("action") or {}}
-        return "assistant", "assistant", (Block.from_raw(block),), kind
+        search = {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": item.get("action") or {}}
+        return "assistant", "assistant", (Block.from_raw(search),), kind
     if not isinstance(kind, str):
         raise _LineError("response item without a 'type' string")
     return "response_item", None, (), kind  # a type this loader does not know: kept raw, no content
@@ -141,7 +153,7 @@ def record_from_line(obj: Any, *, sid: str, line_no: int, source: str, line: str
     uuid = f"{sid}:{line_no}"
     line_type, payload = obj.get("type"), obj.get("payload")
     timestamp = _str(obj.get("timestamp"))
-    common = {
+    common: _Common = {
         "uuid": uuid,
         "session_id": sid,
         "timestamp": timestamp,

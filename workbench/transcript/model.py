@@ -194,7 +194,7 @@ class Record:
         """The record as a transcript JSON object (the raw object, content replaced if modified)."""
         if not self.modified:
             return dict(self.raw)
-        out = dict(self.raw) if self.raw else {"type": self.kind, "uuid": self.uuid}
+        out: dict[str, Any] = dict(self.raw) if self.raw else {"type": self.kind, "uuid": self.uuid}
         if self.kind in ("user", "assistant"):
             message = dict(out.get("message") or {"role": self.role})
             message["content"] = self.message_content()
@@ -228,7 +228,7 @@ def _record_restorer() -> Callable[..., Record]:
     ``__init__``, which goes through ``object.__setattr__`` by name instead). Only for values a Record
     already had (pickling): nothing is validated or defaulted."""
     names = [f.name for f in fields(Record)]
-    assert set(names) == set(Record.__slots__), "every slot is a field"  # type: ignore[attr-defined]
+    assert set(names) == set(Record.__slots__), "every slot is a field"
     body = "".join(f"    set_{name}(record, {name})\n" for name in names)
     source = f"def _restore_record({', '.join(names)}):\n    record = new(Record)\n{body}    return record\n"
     namespace: dict[str, Any] = {"new": object.__new__, "Record": Record}
