@@ -7,6 +7,7 @@ what they change: keeping 2 instead of 3, or a minimum saving other than 20,000,
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,14 @@ def _line(record: Record) -> dict[str, object]:
         "version": record.raw.get("version"),
         "message": message,
     }
+
+
+def test_the_uncompacted_size_adds_back_what_a_recorded_microcompact_cleared() -> None:
+    """The transcript keeps the cleared results whole while every later usage counts them cleared: without
+    compaction the context keeps growing across the recorded boundary instead of dropping by its saving."""
+    session = _mc_session()
+    [recorded] = recorded_microcompacts(session)
+    sizes = [row["context_tokens"] for row in replay_session(session, create("none")).steps]
+    growth = [b - a for a, b in pairwise(sizes)]
+    assert all(step > 0 for step in growth), growth
+    assert sizes[recorded.step + 1] - sizes[recorded.step] < 2 * (sizes[recorded.step] - sizes[recorded.step - 1])

@@ -65,7 +65,8 @@ class UncompactedSize:
         return max(0, prompt_tokens(self.usages[first] or {}) - self.prefix[first])
 
     def _offsets(self, boundaries: Sequence[tuple[int, Record]]) -> list[tuple[int, int]]:
-        """(first index whose usage is post-boundary, tokens the recorded compaction removed)."""
+        """(first index whose usage is post-boundary, tokens the recorded compaction removed), for every
+        recorded compaction and recorded microcompact."""
         out = []
         self.offset_at: dict[int, int] = {}  # boundary position → offsets of it and every earlier boundary
         total = 0
@@ -80,6 +81,14 @@ class UncompactedSize:
             out.append((first_call, removed))
             total += removed
             self.offset_at[position] = total
+        # A recorded microcompact (``microcompact_boundary``, versions 1.0.68–2.1.20) cleared tool results in
+        # place: the transcript keeps them whole while every later usage counts them cleared, so its
+        # ``tokensSaved`` is added back from the first usage after it.
+        for index, record in enumerate(self.records):
+            saved = record.microcompact_metadata.get("tokensSaved") if record.is_microcompact_boundary else None
+            k = bisect_left(self.measured, index)
+            if isinstance(saved, int) and saved > 0 and k < len(self.measured):
+                out.append((self.measured[k], saved))
         return out
 
     def before(self, index: int) -> int:
