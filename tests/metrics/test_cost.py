@@ -182,6 +182,56 @@ def test_compaction_is_priced_once():
     assert out.loc[("x/agent-acompact-1", "none"), "compaction_agent"]
 
 
+def test_each_counted_summary_call_is_priced() -> None:
+    """A strategy that counted its summary calls (Gemini CLI's verify turn is a second call; the API's
+    compaction reports its own usage) is priced per call; one that did not gets one call estimated from the
+    sizes before and after."""
+    from workbench.replay.rows import summarizer_call_columns
+
+    steps = pd.concat([_steps([10_000, 12_000, 3_000]).assign(strategy=n) for n in ("gemini-cli", "codex")])
+    event = {"session_id": "x", "step": 2, "keep_start": 5, "dropped_uuids": [], "tokens_before": 14_000}
+    counted = summarizer_call_columns(
+        {"summarizer_input_tokens": [20_000, 24_000], "summarizer_output_tokens": [500, 700]}
+    )
+    events = pd.DataFrame(
+        [
+            {
+                **event,
+                "strategy": "gemini-cli",
+                "kind": "gemini-cli",
+                "tokens_after": 3_000,
+                "summary": "s" * 2800,
+                **counted,
+            },
+            {
+                **event,
+                "strategy": "codex",
+                "kind": "codex",
+                "tokens_after": 3_000,
+                "summary": "s" * 2800,
+                **summarizer_call_columns({}),
+            },
+        ]
+    )
+    out = cost_sessions(steps, events).set_index(["session_id", "strategy"])
+    assert out.loc[("x", "gemini-cli"), "summarizer_calls"] == 2
+    assert out.loc[("x", "codex"), "summarizer_calls"] == 1
+    single = cost_sessions(
+        steps[steps["strategy"] == "gemini-cli"],
+        events.iloc[:1].assign(summarizer_input_tokens=[[44_000]], summarizer_output_tokens=[[1_200]]),
+    ).set_index(["session_id", "strategy"])
+    # priced per call: two calls cost what one call of their summed tokens costs (linear prices)
+    assert out.loc[("x", "gemini-cli"), "summarizer_cost_usd"] == pytest.approx(
+        single.loc[("x", "gemini-cli"), "summarizer_cost_usd"]
+    )
+    # and more than the estimate from the sizes (14,000 read), which the verify turn's second read exceeds
+    assert out.loc[("x", "gemini-cli"), "summarizer_cost_usd"] > out.loc[("x", "codex"), "summarizer_cost_usd"]
+    assert summarizer_call_columns({"compaction_usage": {"input_tokens": 150_000, "output_tokens": 900}}) == {
+        "summarizer_input_tokens": [150_000],
+        "summarizer_output_tokens": [900],
+    }
+
+
 @pytest.fixture(scope="module")
 def all_claude_sessions(corpus):
     paths = [corpus / "claude-code", corpus / "claude-code-more", corpus / "same-task-three-agents"]

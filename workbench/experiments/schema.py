@@ -28,13 +28,15 @@ import pyarrow as pa
 __all__ = ["SCHEMAS", "SCHEMA_KEY", "SCHEMA_VERSION", "SchemaError", "conform", "part_version", "to_table"]
 
 #: Bump when a table's columns or types change (2: events' summary_source, summary_note, recorded_boundary;
-#: 3: steps' session-memory extraction columns; 4: events' not_kept_uuids, `workbench.replay.rows`).
-SCHEMA_VERSION = 4
+#: 3: steps' session-memory extraction columns; 4: events' not_kept_uuids, `workbench.replay.rows`; 5: events'
+#: summarizer_input_tokens and summarizer_output_tokens, one count per summary call).
+SCHEMA_VERSION = 5
 #: Key of the version in each part file's schema metadata.
 SCHEMA_KEY = b"workbench.store.schema"
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 _LIST = pa.list_(pa.field("element", pa.string()))  # the child name parquet writes back
+_INTS = pa.list_(pa.field("element", pa.int64()))
 
 
 def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
@@ -137,6 +139,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("summary_source", _S),
         ("summary_note", _S),
         ("recorded_boundary", _S),
+        # v5: each summary call's input and output tokens, as the strategy counted them (null: one call,
+        # estimated by the cost metric from the sizes before and after)
+        ("summarizer_input_tokens", _INTS),
+        ("summarizer_output_tokens", _INTS),
         ("fallbacks", _LIST),
         ("violations", _I),
         ("violation_rules", _LIST),

@@ -164,6 +164,16 @@ def cost_steps(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _counted_calls(event: Mapping[str, Any]) -> list[tuple[int, int]] | None:
+    """(input, output) tokens of each summary call the strategy counted (`replay.rows.summarizer_call_columns`:
+    Gemini CLI's verify turn is a second call, the API's compaction reports its own usage), or None."""
+    inputs, outputs = event.get("summarizer_input_tokens"), event.get("summarizer_output_tokens")
+    if not hasattr(inputs, "__len__") or not hasattr(outputs, "__len__") or isinstance(inputs, str):
+        return None  # not counted (None, or NaN where frames without the columns were joined)
+    pairs = [(int(i), int(o)) for i, o in zip(list(inputs), list(outputs), strict=False)]
+    return pairs or None
+
+
 def _summarizer_rows(
     events: pd.DataFrame,
     sessions: Mapping[str, Session],
@@ -178,26 +188,31 @@ def _summarizer_rows(
             continue  # a recorded compaction's call is its compaction agent's own session
         if _from_session_memory(event):
             continue  # its cost is the extractions that wrote the notes (`_memory_rows`)
-        summary_tokens = round(len(summary) / 4)
-        before = pd.to_numeric(event.get("tokens_before"), errors="coerce")
-        after = pd.to_numeric(event.get("tokens_after"), errors="coerce")
-        if pd.isna(before):
-            continue
-        after = 0 if pd.isna(after) else after
-        read = max(int(before) - (int(after) - summary_tokens), 0)
+        calls = _counted_calls(event)
+        if calls is None:  # one call, estimated: it read what the compaction replaced and wrote the summary
+            summary_tokens = round(len(summary) / 4)
+            before = pd.to_numeric(event.get("tokens_before"), errors="coerce")
+            after = pd.to_numeric(event.get("tokens_after"), errors="coerce")
+            if pd.isna(before):
+                continue
+            after = 0 if pd.isna(after) else after
+            calls = [(max(int(before) - (int(after) - summary_tokens), 0), summary_tokens)]
         session = sessions.get(event["session_id"])
         model = session.models[0] if session is not None and session.models else None
         price = price_or_none(model, pricing, default)
         if price is None:
             continue
-        tokens = {"cache_read": read} if summarizer_input == "cache_read" else {"input": read}
+        dollars = 0.0
+        for read, written in calls:
+            tokens = {"cache_read": read} if summarizer_input == "cache_read" else {"input": read}
+            dollars += tokens_dollars(price, **tokens, output=written)
         rows.append(
             {
                 **{k: event[k] for k in KEYS},
-                "summarizer_calls": 1,
-                "summarizer_input_tokens": read,
-                "summarizer_output_tokens": summary_tokens,
-                "summarizer_cost_usd": tokens_dollars(price, **tokens, output=summary_tokens),
+                "summarizer_calls": len(calls),
+                "summarizer_input_tokens": sum(read for read, _ in calls),
+                "summarizer_output_tokens": sum(written for _, written in calls),
+                "summarizer_cost_usd": dollars,
             }
         )
     return pd.DataFrame(

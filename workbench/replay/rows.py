@@ -120,11 +120,32 @@ def event_row(
         "summary_source": compaction.details.get("summary_source"),
         "summary_note": compaction.details.get("summary_note"),
         "recorded_boundary": compaction.details.get("recorded_boundary"),
+        **summarizer_call_columns(compaction.details),
         "fallbacks": list(compaction.fallbacks),
         "violations": len(check.violations) if check else 0,
         "violation_rules": sorted({v.rule for v in check.violations}) if check else [],
         "repaired": check.repaired if check else 0,
     }
+
+
+def summarizer_call_columns(details: Mapping[str, Any]) -> dict[str, list[int] | None]:
+    """The summary calls a compaction made, as the strategy counted them: one input and one output token
+    count per call (``summarizer_input_tokens`` / ``summarizer_output_tokens`` lists in its details, or the
+    API's ``compaction_usage``); None when the strategy does not say, and the cost metric estimates one call
+    from the sizes before and after."""
+    inputs, outputs = details.get("summarizer_input_tokens"), details.get("summarizer_output_tokens")
+    if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs):
+        return {
+            "summarizer_input_tokens": [int(n) for n in inputs],
+            "summarizer_output_tokens": [int(n) for n in outputs],
+        }
+    usage = details.get("compaction_usage")
+    if isinstance(usage, Mapping) and isinstance(usage.get("input_tokens"), int):
+        return {
+            "summarizer_input_tokens": [int(usage["input_tokens"])],
+            "summarizer_output_tokens": [int(usage.get("output_tokens") or 0)],
+        }
+    return {"summarizer_input_tokens": None, "summarizer_output_tokens": None}
 
 
 def recorded_events(
@@ -158,6 +179,8 @@ def recorded_events(
                 "summary_source": "recorded",
                 "summary_note": None,
                 "recorded_boundary": record.uuid,
+                "summarizer_input_tokens": None,
+                "summarizer_output_tokens": None,
                 "fallbacks": [],
                 "violations": 0,
                 "violation_rules": [],
