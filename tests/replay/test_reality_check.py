@@ -61,7 +61,7 @@ def test_the_reference_adjustment_fixes_pairing_but_not_the_thinking_rule(compac
     naive = [replay_session(s, create("sm-compact-naive")) for s in compacted_sessions]
     assert [len(r.events) for r in reference] == [1, 1, 1]
     assert all(e["kind"] == "sm-compact" and not e["fallbacks"] for r in reference for e in r.events)
-    # the reference adjustment fixes pairing; what it leaves is the thinking rule (README: the kept
+    # the reference adjustment fixes pairing; what it leaves is the thinking rule (docs/replay.md: the kept
     # window opens mid tool loop with a thinking-less response, 3 of 3 real auto-compactions)
     assert not PAIRING & set(_rules(reference))
     assert _rules(reference) == ["final_assistant_missing_thinking"] * 3

@@ -101,7 +101,7 @@ def test_full_compact_with_recorded_summaries_fires_every_recorded_compaction(al
             assert event["step"] == step  # in fact at the very same call
             assert event["summary_source"] == "recorded" and event["recorded_boundary"]
     rate = {version: hits[version] / totals[version] for version in totals}
-    assert rate == {"2.1.39": 1.0, "2.0.57": 1.0}  # README "Reality check": 3/3 and 5/5
+    assert rate == {"2.1.39": 1.0, "2.0.57": 1.0}  # docs/replay.md, "Reality check": 3/3 and 5/5
 
 
 def test_recorded_accounting_is_the_recorded_post_compact_usage(all_main_sessions) -> None:

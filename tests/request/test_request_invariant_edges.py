@@ -1,6 +1,6 @@
 """Edges of the cut adjustment (docs §2.5) and of our thinking-aware extension that the mutation run of
 found untested by the suite: each test is a small hand-made record sequence named after the behaviour
-(README "Mutation testing" lists the mutants each one kills and those judged equivalent)."""
+(docs/testing.md, "Mutation testing" lists the mutants each one kills and those judged equivalent)."""
 
 from __future__ import annotations
 

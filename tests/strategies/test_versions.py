@@ -88,7 +88,7 @@ def test_bad_versions_are_rejected() -> None:
     assert parse_version("2.1.88-beta.1") == (2, 1, 88)
 
 
-def test_the_table_renders_for_the_readme() -> None:
+def test_the_table_renders_for_the_docs() -> None:
     rows = version_table()
     assert [r["range"] for r in rows] == [row.label for row in VERSIONS]
     assert rows[0]["threshold_200k_opus_4_5"] == 123_000 and rows[1]["threshold_200k_opus_4_5"] == 155_000

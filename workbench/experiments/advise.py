@@ -3,7 +3,7 @@ they can change (``workbench advise PATH...``, ``wb.advise``).
 
 What happened is Claude Code's full compaction at the threshold of the version that wrote each call, with
 Claude's own summaries (``full-compact --set summarizer=recorded``: it reproduces every recorded automatic
-compaction of the dev corpus, README "Reality check"); each setting is the same replay with the setting
+compaction of the dev corpus, docs/replay.md, "Reality check"); each setting is the same replay with the setting
 changed, so every difference is the setting's:
 
 * ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=P`` (``trigger.pct_override``): compact at P% of the effective window

@@ -46,7 +46,7 @@ LOWER_IS_BETTER = frozenset({"expected_recovery_tokens", "expected_recovery_call
 
 class Axes(BaseModel):
     """The three axes of the front. Fidelity defaults to expected recovery: of the fidelity scores, the one
-    validated against what agents really re-acquired after real compactions (README "Which fidelity score
+    validated against what agents really re-acquired after real compactions (docs/metrics.md, "Which fidelity score
     to trust"); ``needed_recall`` (references kept) stays available."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -5,7 +5,7 @@ Claude Code keeps one markdown notes file per session (``session-memory/summary.
 forbids editing. `SessionMemory` is that file as an immutable value; `truncate_session_memory_for_compact`
 is what SM-compact does before inlining it in the summary message (docs §2.6).
 
-Reproduced on purpose (docs/claude-code-compaction.md §1.1):
+Reproduced on purpose (docs §1.1):
 
 * the headings, their order, the leading newline of the template and one italic line per heading
   (the descriptions are paraphrased, as the docs paraphrase them);

@@ -6,7 +6,7 @@ assistant record; this turn's tool results are not in it yet). `ExtractionTrigge
 hook: feed it that list and it says whether an extraction ran and what ``lastSummarizedMessageId`` now
 is, which is what SM-compact's keep window starts from (docs §2.6 step 4).
 
-Reproduced (docs/claude-code-compaction.md §1.3):
+Reproduced (docs §1.3):
 
 * Not yet initialized: nothing happens below ``minimumMessageTokensToInit`` (10k); crossing it marks
   the session initialized for good.

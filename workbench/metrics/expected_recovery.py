@@ -23,7 +23,7 @@ A *mention* is not content: a summary naming ``lib/app/parser.py`` tells the age
 what it says, so the later Read still has to happen. Mentions are counted beside the estimate
 (``expected_recovery_mentioned_calls``: recovery calls whose path, command, pattern, URL, query or
 sub-agent description the summary names,
-`workbench.metrics.carried.mentions`) so the rule can be checked against behaviour (README,
+`workbench.metrics.carried.mentions`) so the rule can be checked against behaviour (docs/metrics.md,
 "Which fidelity score to trust").
 
 A later acquisition of a key lost at *e* is a **recovery call of e** (its result's tokens, per the run's

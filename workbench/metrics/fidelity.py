@@ -37,7 +37,7 @@ or separators, at least 6 characters). On the open Claude Code corpus (``claude-
 
 **What it measures.** Survival of *references* (names, paths, commands), not of content: a file's path
 in the summary does not give the agent the file. Validated against what agents re-read after real
-compactions (`workbench.metrics.validation`, README "Which fidelity score to trust"), a path kept in
+compactions (`workbench.metrics.validation`, docs/metrics.md, "Which fidelity score to trust"), a path kept in
 Claude's summary went with *more* re-reads, not fewer; for what a strategy makes the agent re-acquire use
 `workbench.metrics.expected_recovery`.
 

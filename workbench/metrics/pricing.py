@@ -6,7 +6,7 @@ date and the source), the lookup by model id (exact, then by family without the 
 ``deepseek-v4-flash``, ``claude-opus-4.6-1m`` ids of third-party gateways, Gemini models) are priced from
 `genai-prices <https://github.com/pydantic/genai-prices>`_, pydantic's maintained price database, read
 offline from the snapshot its package ships (`database_price`). The table stays first for the Claude rows so
-that ``recorded_cost_usd`` stays equal to ccusage (README, Metrics); the database prices a model the table
+that ``recorded_cost_usd`` stays equal to ccusage (docs/metrics.md); the database prices a model the table
 lacks with its own base and 200k-tier rates, through `tokens_dollars` like every other row. A model neither
 knows is unpriced: its cost is null, never a made-up number.
 
@@ -17,7 +17,7 @@ first 200,000 tokens of that kind at the base rate, the rest at the ``*_200k`` r
 write at twice the input rate (``CACHE_CREATE_1H_INPUT_MULTIPLIER``). Anthropic's pricing page states the
 rule per request (a request whose input exceeds 200k tokens is priced at the long-context rates as a whole);
 we mirror ccusage so that ``recorded_cost_usd`` is the figure Claude Code users see, and use the same rule
-in the simulation so the two stay comparable (README, Metrics, says what the other rule would change).
+in the simulation so the two stay comparable (docs/metrics.md says what the other rule would change).
 """
 
 from __future__ import annotations

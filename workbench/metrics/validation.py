@@ -28,7 +28,7 @@ Ground truth: the recorded compactions of the corpus and what the agent re-read 
   two-sided Fisher exact p-value.
 
 The sample is small (the open corpus: 15 recorded compactions in 8 Claude Code sessions, 12 of them followed
-by a user prompt): the README states ``n`` beside every figure and says which score to trust for what.
+by a user prompt): the docs state ``n`` beside every figure and says which score to trust for what.
 """
 
 from __future__ import annotations

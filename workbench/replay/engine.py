@@ -31,7 +31,7 @@ Token accounting (the ``token_source`` column):
 * ``estimated``: after a compaction of ours, the size is the uncompacted size minus the estimated size of
   every record our compactions removed, plus that of every record they added. Both are measured with
   the replay's per-record estimator and scaled by the session's own tokens-per-estimated-token ratio
-  (`session_scale`): chars/4 undercounts Claude's tokenizer by ~25% on the corpus (README calibration
+  (`session_scale`): chars/4 undercounts Claude's tokenizer by ~25% on the corpus (docs/architecture.md calibration
   table), so an unscaled estimate would leave most of a compaction's saving uncounted.
 
 Sharing work across configs (`replay_group`): strategies of one class whose configs differ only in keys

@@ -361,7 +361,7 @@ def summary_by_row(rows: Iterable[Reproduction]) -> dict[str, dict[str, int]]:
 
 
 def markdown_table(rows: Iterable[Reproduction]) -> list[str]:
-    """The rows as a markdown table (the README's per-version evidence): one line per recorded compaction."""
+    """The rows as a markdown table (the per-version evidence in docs/replay.md): one line per recorded compaction."""
     out = [
         "| session | version | model | row (threshold) | recorded: call, trigger, preTokens | `full-compact` | "
         "`claude-code` (first) |",

@@ -4,7 +4,7 @@
 with content as block dicts, each message remembering the record uuids that formed it (so a validator
 finding can name records).
 
-Reproduced, in order (docs/claude-code-compaction.md §8.1):
+Reproduced, in order (docs §8.1):
 
 1. Selection (step 2): only ``user``/``assistant`` records are sent; ``system`` records are dropped except
    ``local_command``, which becomes a user message with the system content as text; ``isVirtual``

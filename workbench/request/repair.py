@@ -3,7 +3,7 @@
 `repair` takes a normalized `Request` and returns the repaired request plus one `Repair` per change,
 so a study can count how often Claude Code papers over a broken cut instead of failing with a 400.
 
-Reproduced (docs/claude-code-compaction.md §8.2):
+Reproduced (docs §8.2):
 
 * A user message whose preceding output message is not an assistant loses its tool_result blocks; if
   that empties it, it becomes ``[Orphaned tool result removed due to conversation resume]`` when it is

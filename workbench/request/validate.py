@@ -1,7 +1,7 @@
 """A pure, deterministic validator for Messages API requests: the 400s Claude Code users hit.
 
 `validate` returns one `Violation` per problem, each with the API's exact wording (backticked forms,
-docs/claude-code-compaction.md §9) and a ``messages.N.content.M`` location, plus the uuids of the
+docs §9) and a ``messages.N.content.M`` location, plus the uuids of the
 records behind the offending message. Unlike the API (which reports the first error only) every
 problem is listed.
 

@@ -30,7 +30,7 @@ Three registered variants, because the reference adjustment is not enough on the
   opens the API's "final assistant message", and when it has no thinking block the request is rejected
   with thinking on (docs §9 item 11): 3 of 3 compactions, ``final_assistant_missing_thinking``.
 * ``sm-compact``: the same plus our thinking-aware cut (``thinking_aware=True``, a deliberate deviation
-  from v2.1.88, README "What SM-compaction would have done"): zero violations on the corpus.
+  from v2.1.88, docs/replay.md, "What SM-compaction would have done"): zero violations on the corpus.
 * ``sm-compact-naive``: no adjustment at all (unsafe).
 
 ``claude-code`` runs ``sm-compact-reference``'s configuration (it reproduces v2.1.88 as shipped).

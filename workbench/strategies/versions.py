@@ -5,7 +5,7 @@ select the row of the version that made each API call (``version="recorded"``, t
 (``--set version=2.1.88``). A row holds only what is known to have changed between versions; a constant
 that no source pins down for a range keeps v2.1.88's value and says so in its evidence.
 
-How the rows were derived (README "Claude Code versions"):
+How the rows were derived (docs/replay.md, "Claude Code versions"):
 
 * **Public changelog** (anthropics/claude-code ``CHANGELOG.md``): 2.1.2 persists large tool outputs
   instead of truncating them; 2.1.7 computes the blocking limit from the effective window instead of the
@@ -311,7 +311,7 @@ _V21_EARLY = _V20_LATE.model_copy(
             Evidence(
                 constant="measure",
                 source="tokenCountWithEstimation: the v2.1.39 preTokens equal the last usage + chars/4 of what "
-                "followed (README calibration table); switch placed at 2.1.0 (assumed)",
+                "followed (docs/architecture.md calibration table); switch placed at 2.1.0 (assumed)",
                 inferred=True,
                 sessions=("marot-spotter/258c7280", "marot-spotter/4d5611e5", "marot-spotter/8463c716"),
             ),
@@ -551,7 +551,7 @@ def version_constants(version: str | None) -> ClaudeCodeVersion:
 
 
 def version_table() -> list[dict[str, object]]:
-    """The table as rows for a DataFrame or the README: range, the main constants, and the evidence."""
+    """The table as rows for a DataFrame or the docs: range, the main constants, and the evidence."""
     rows: list[dict[str, object]] = []
     for index, row in enumerate(VERSIONS):
         until = VERSIONS[index + 1].since if index + 1 < len(VERSIONS) else None

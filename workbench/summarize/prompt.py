@@ -1,6 +1,6 @@
 """The full-compact summary prompt and the summary user message (docs §5.2, §5.3, §2.6).
 
-Reproduced on purpose (docs/claude-code-compaction.md):
+Reproduced on purpose (docs/claude-code.md):
 
 * §5.2: the 9 section names, exactly; the prompt structure ``preamble + base + optional
   "\\n\\nAdditional Instructions:\\n<custom>" + trailer``; the trailer quoted exactly. The preamble and

@@ -14,7 +14,7 @@ old tool results are cleared as that microcompact clears them (`_microcompact`),
 line records it as 2.1.12–2.1.19 wrote it, the transcript keeps the results whole and the usage from then on
 counts them cleared. Usage is consistent with the content: every call's prompt is ``hidden_tokens`` plus
 chars/4 of what was sent, as in `tests/replay/synthetic.py`. The facts behind the shapes:
-docs/claude-code-compaction.md §7.4 (streamed records), §3.3–§3.5 (cleared text, ``microcompactMetadata``),
+docs §7.4 (streamed records), §3.3–§3.5 (cleared text, ``microcompactMetadata``),
 corpus/SOURCES.md (shape facts), the sessions `workbench check` reports (resumed and 1M sessions in
 claude-code-more), the readings of the legacy microcompact in `workbench.strategies.versions`.
 """

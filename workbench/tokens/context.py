@@ -1,7 +1,7 @@
 """Context size at a point in a session: recorded usage and Claude Code's ``tokenCountWithEstimation``.
 
 These are position-dependent (they need the records *before* an API call), unlike the per-record
-estimators in `workbench.tokens.estimators`. Reference: docs/claude-code-compaction.md §6.
+estimators in `workbench.tokens.estimators`. Reference: docs §6.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def token_count_with_estimation(
     rough counts aligned with ``records`` (saves recounting in a replay loop).
 
     ``walk_siblings=False`` anchors at the last usage-bearing record itself. The v2.1.39 recordings in
-    the corpus match that variant exactly where the final usage was persisted (see the README's
+    the corpus match that variant exactly where the final usage was persisted (see docs/architecture.md's
     calibration table); v2.1.88 (the reference) walks back.
     """
     found = _anchor(records, walk_siblings)

@@ -5,7 +5,7 @@ conversation, a `Corpus` a lazy iterable of sessions. They are immutable value o
 them, strategies derive new ones with `Record.with_blocks` / `dataclasses.replace`, nothing mutates.
 
 Streaming splits stay as they were recorded: Claude Code writes one streamed API response as several
-`assistant` lines that share `message.id` (docs/claude-code-compaction.md §7.4); each is its own Record,
+`assistant` lines that share `message.id` (docs §7.4); each is its own Record,
 in file order, exactly like Claude Code's in-memory message array.
 
 No strategy logic lives here.
