@@ -37,6 +37,12 @@ def test_report_over_corpus_runs(tmp_path, corpus, main_sessions):
     assert by["recorded"]["needed_recall"] < 1.0
     assert by["none"]["steps_blocked_without"] > 0 and by["recorded"]["steps_blocked"] == 0
     assert data["reference"] and data["calibration"]
+    # the user's instructions at stake in each compaction and how many the compacted context lost
+    assert by["none"]["instructions"] is None  # nothing compacted, nothing at stake
+    assert by["recorded"]["instructions"] > 0 and 0 <= by["recorded"]["instructions_kept"] <= 1
+    assert by["recorded"]["instructions_kept"] == pytest.approx(
+        1 - by["recorded"]["instructions_lost"] / by["recorded"]["instructions"]
+    )
     from workbench.metrics.bill import bill_sessions
 
     bills = bill_sessions(sessions).set_index("session_id")["recorded_cost_usd"].to_dict()

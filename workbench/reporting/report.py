@@ -196,8 +196,9 @@ def report(
             on=KEYS,
             how="left",
         )
+        table = table.merge(found.instruction_sessions(), on=KEYS, how="left")
     else:
-        for column in FIDELITY_COLUMNS:
+        for column in (*FIDELITY_COLUMNS, "instructions", "instructions_lost"):
             table[column] = None
     table, measured = _with_recovery(table, steps, events, found, notes)
     table = with_labels(table, runs)
@@ -336,7 +337,12 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         total_cost_usd=("total_cost_usd", lambda c: _available_sum(c)),
         measured_recovery_tokens=("measured_recovery_tokens", lambda c: _available_sum(c)),
         measured_recovery_calls=("measured_recovery_calls", lambda c: _available_sum(c)),
+        instructions=("instructions", lambda c: _available_sum(c)),
+        instructions_lost=("instructions_lost", lambda c: _available_sum(c)),
     ).reset_index()
+    # the user's instructions the compacted contexts kept, pooled over every compaction event
+    lost, given = (pd.to_numeric(out[c], errors="coerce") for c in ("instructions_lost", "instructions"))
+    out["instructions_kept"] = 1 - lost / given.where(given > 0)
     out["saved_share"] = out["tokens_saved"] / out["input_tokens_without"].where(out["input_tokens_without"] > 0)
     out["violation_rate"] = out["violating_steps"] / out["steps"].where(out["steps"] > 0)
     out["compaction_violation_rate"] = out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)

@@ -45,6 +45,7 @@ from ..metrics.cost import cost_sessions, cost_steps
 from ..metrics.expected_recovery import EVENT_COLUMNS, expected_recovery_events, has_tool_calls
 from ..metrics.fidelity import fidelity_events, reference_rows
 from ..metrics.identity import SessionKeys
+from ..metrics.instructions import instructions_events
 from ..metrics.recovery import recovery_frame, recovery_rows
 from ..transcript.model import Session
 
@@ -117,6 +118,7 @@ class SessionTables:
         self.reference: dict[str, list[dict[str, Any]]] = {}
         self.fidelity: dict[str, pd.DataFrame] = {}
         self.expected: dict[str, pd.DataFrame] = {}
+        self.instructions: dict[str, pd.DataFrame] = {}
         #: `cost_steps` rows (and those of ``recorded`` with modelled misses) and the session without
         #: its records (its models and metadata price the summariser and mark compaction agents)
         self.per_step: dict[str, pd.DataFrame] = {}
@@ -179,6 +181,7 @@ class SessionTables:
             self.expected[key] = expected_recovery_events(
                 session, events, steps, estimator=self.estimator, pricing=self.pricing
             )
+            self.instructions[key] = instructions_events(session, events)
 
     # -- assembly: the frames of the whole-input functions --------------------------------------------
 
@@ -240,6 +243,15 @@ class SessionTables:
     def per_event_fidelity(self) -> pd.DataFrame:
         frames = self._sorted_frames(self.fidelity)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def instruction_sessions(self) -> pd.DataFrame:
+        """Per (session, strategy, config): the user's instructions at stake summed over its compaction events
+        and how many of them the compacted contexts lost (`workbench.metrics.instructions`)."""
+        frames = self._sorted_frames(self.instructions)
+        if not frames:
+            return pd.DataFrame(columns=[*KEYS, "instructions", "instructions_lost"])
+        events = pd.concat(frames, ignore_index=True)
+        return events.groupby(KEYS, as_index=False)[["instructions", "instructions_lost"]].sum()
 
     def per_event_recovery(self) -> pd.DataFrame:
         frames = self._sorted_frames(self.expected)
