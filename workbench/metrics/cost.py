@@ -52,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from ..transcript.model import Session
@@ -164,14 +165,20 @@ def cost_steps(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _counts(value: object) -> list[int] | None:
+    """A list column's value (a list, or the array parquet reads back) as ints; None for a null."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    return [int(n) for n in value] if isinstance(value, list | tuple) else None
+
+
 def _counted_calls(event: Mapping[str, Any]) -> list[tuple[int, int]] | None:
     """(input, output) tokens of each summary call the strategy counted (`replay.rows.summarizer_call_columns`:
     Gemini CLI's verify turn is a second call, the API's compaction reports its own usage), or None."""
-    inputs, outputs = event.get("summarizer_input_tokens"), event.get("summarizer_output_tokens")
-    if not hasattr(inputs, "__len__") or not hasattr(outputs, "__len__") or isinstance(inputs, str):
-        return None  # not counted (None, or NaN where frames without the columns were joined)
-    pairs = [(int(i), int(o)) for i, o in zip(list(inputs), list(outputs), strict=False)]
-    return pairs or None
+    inputs, outputs = _counts(event.get("summarizer_input_tokens")), _counts(event.get("summarizer_output_tokens"))
+    if not inputs or outputs is None:
+        return None  # not counted (null, or NaN where frames without the columns were joined)
+    return list(zip(inputs, outputs, strict=False))
 
 
 def _summarizer_rows(
