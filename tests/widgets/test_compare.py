@@ -41,7 +41,7 @@ def test_timelines_and_widget(results) -> None:
     sid = steps["session_id"].iloc[0]
     fig = plot_timelines(steps, sid, ["none", "sm-compact"])
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
-    assert labels == ["none", "sm-compact", "without compaction"]
+    assert labels == ["no compaction", "sm-compact"]  # `none` is the no-compaction curve, drawn once
     view = StrategyComparison(results)
     assert "wb-compare-table" in view.table.value and "sm-compact 60%" in view.table.value
     view.pick.value = ("sm-compact",)

@@ -59,6 +59,24 @@ def _markdown(frame: pd.DataFrame, columns: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _config_labels(table: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """``{(strategy, config_hash): label}``: the readable names the paired differences are listed by
+    (the ``label`` column, else `workbench.strategies.labels.config_label` of ``config_json``)."""
+    from ..strategies.labels import config_label
+
+    if table.empty:
+        return {}
+    rows = table.drop_duplicates(["strategy", "config_hash"])
+    out: dict[tuple[str, str], str] = {}
+    for _, row in rows.iterrows():
+        key = (str(row["strategy"]), str(row["config_hash"]))
+        if "label" in rows.columns and pd.notna(row["label"]):
+            out[key] = str(row["label"])
+        elif "config_json" in rows.columns:
+            out[key] = config_label(key[0], row["config_json"])
+    return out
+
+
 def _differences(table: pd.DataFrame, baseline: str | None) -> list[str]:
     """The paired-differences section against ``baseline`` (default ``none``, else ``recorded``)."""
     from ..metrics.uncertainty import CI_METRICS, few_sessions_note, paired_differences
@@ -79,13 +97,15 @@ def _differences(table: pd.DataFrame, baseline: str | None) -> list[str]:
         "",
         "Same sessions resampled for both (2,000 bootstrap resamples, seed 0); * = the 95% interval excludes 0.",
         "",
-        "| strategy | config_hash | metric | sessions | difference [95% CI] |",
-        "|---|---|---|---|---|",
+        "| config | metric | sessions | difference [95% CI] |",
+        "|---|---|---|---|",
     ]
+    labels = _config_labels(table)
     for _, row in diffs.iterrows():
         mark = " *" if row["significant"] else ""
         value = f"{_fmt(row['difference'])} [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]{mark}"
-        lines.append(f"| {row['strategy']} | {row['config_hash']} | {row['metric']} | {row['sessions']} | {value} |")
+        name = labels.get((str(row["strategy"]), str(row["config_hash"])), str(row["strategy"]))
+        lines.append(f"| {name} | {row['metric']} | {row['sessions']} | {value} |")
     return [*lines, ""]
 
 

@@ -41,6 +41,85 @@ def _label(frame: pd.DataFrame) -> pd.Series:
     return frame["strategy"].astype(str)
 
 
+#: Okabe & Ito's colour-blind-safe palette, black left out (it draws the uncompacted reference) and
+#: yellow last (faint on white).
+PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
+#: Dash patterns and markers cycled with the colours, so curves that coincide stay apart.
+LINE_STYLES: tuple[Any, ...] = ("-", (0, (6, 2)), (0, (3, 1, 1, 1)), (0, (1, 1)), (0, (8, 2, 2, 2)), (0, (4, 3)))
+MARKERS = ("o", "s", "^", "D", "P", "X", "*")
+#: The context size without compaction: one curve, whether or not the ``none`` strategy was replayed
+#: (``none``'s context is that size, so it is not drawn twice).
+NO_COMPACTION = "no compaction"
+
+
+def series_style(position: int, points: int, count: int = 1) -> dict[str, Any]:
+    """Keyword arguments of `Axes.plot` for the ``position``-th of ``count`` curves of ``points`` points:
+    an Okabe-Ito colour, a dash pattern, a marker placed at staggered steps, and a width that decreases
+    with the drawing order, so a curve drawn over an identical one leaves the lower one visible."""
+    every = max(1, points // 8)
+    return {
+        "color": PALETTE[position % len(PALETTE)],
+        "linestyle": LINE_STYLES[position % len(LINE_STYLES)],
+        "marker": MARKERS[position % len(MARKERS)],
+        "markersize": 5,
+        "markevery": (min(points - 1, (position * every) // max(count, 1)) if points else 0, every),
+        "linewidth": max(1.2, 3.0 - 0.35 * position),
+        "zorder": 2 + 0.01 * position,
+    }
+
+
+def no_compaction_style() -> dict[str, Any]:
+    """The uncompacted reference: a wide, light black band under every strategy's curve."""
+    return {"color": "#000000", "linestyle": "-", "linewidth": 3.6, "alpha": 0.3, "zorder": 1.5}
+
+
+def label_line_ends(ax: Any, lines: Any, *, fontsize: float = 8) -> None:
+    """Name each curve at its right end, in a column beside the axes; labels that would overlap are pushed
+    apart vertically, with a thin leader line back to the curve's last point."""
+    ends = []
+    for line in lines:
+        xs, ys = line.get_xdata(), line.get_ydata()
+        if len(xs) and not str(line.get_label()).startswith("_"):
+            ends.append((float(ys[-1]), float(xs[-1]), line))
+    if not ends:
+        return
+    ax.figure.canvas.draw()  # settle the limits and the axes size before measuring
+    low, high = ax.get_ylim()
+    height_pt = ax.get_window_extent().height * 72 / ax.figure.dpi
+    gap = (fontsize * 1.35) / max(height_pt, 1.0)
+    ends.sort(key=lambda e: e[0])
+    placed: list[float] = []
+    for y, _, _ in ends:
+        at = (y - low) / (high - low) if high > low else 0.5
+        placed.append(max(at, placed[-1] + gap) if placed else at)
+    overflow = placed[-1] - 1.0
+    if overflow > 0:  # shift the column down, but not below the axes
+        placed = [max(p - overflow, i * gap) for i, p in enumerate(placed)]
+    for (y, x, line), at in zip(ends, placed, strict=True):
+        ax.annotate(
+            str(line.get_label()),
+            xy=(x, y),
+            xycoords="data",
+            xytext=(1.01, at),
+            textcoords="axes fraction",
+            va="center",
+            fontsize=fontsize,
+            color=line.get_color(),
+            arrowprops={"arrowstyle": "-", "color": line.get_color(), "linewidth": 0.6, "alpha": 0.7},
+            annotation_clip=False,
+        )
+
+
+def short_session(session_id: str, file: object = None) -> str:
+    """A session as titles name it: the first 8 characters of its id, and the file it was read from when
+    known (its folder and name, the id in the name shortened the same way)."""
+    if file is None or (isinstance(file, float) and pd.isna(file)) or not str(file):
+        return session_id[:8]
+    parts = str(file).replace("\\", "/").rstrip("/").split("/")
+    name = "/".join(parts[-2:]).replace(session_id, session_id[:8] + "…") if session_id else "/".join(parts[-2:])
+    return f"{session_id[:8]} · {name}"
+
+
 #: Up to this many configs in one plot, each gets its own legend entry (its label); beyond, a legend
 #: entry per strategy, and the points on a strategy's front are annotated with their parameters.
 MAX_LEGEND_CONFIGS = 12
@@ -73,7 +152,8 @@ def _intervals(ax: Any, group: pd.DataFrame, x: str, y: str, color: object) -> N
         values = group[column].astype(float).to_numpy()
         lows = group[low].astype(float).to_numpy()
         highs = group[high].astype(float).to_numpy()
-        return np.clip(np.vstack([values - lows, highs - values]), 0, None)
+        bars: np.ndarray = np.clip(np.vstack([values - lows, highs - values]), 0, None)
+        return bars
 
     xerr, yerr = spread(x), spread(y)
     if xerr is not None or yerr is not None:
@@ -141,31 +221,38 @@ def context_timeline(
     threshold: int | None = 167_000,
     title: str | None = None,
 ) -> Figure:
-    """Context size per step of one session (one line per strategy/config, plus the uncompacted size),
-    compaction markers, and the window / auto-compact threshold lines."""
+    """Context size per step of one session (one line per strategy/config, plus the uncompacted size,
+    which stands for the ``none`` strategy), compaction markers, the window / auto-compact threshold
+    lines, and each curve named at its end."""
     fig, ax = plt.subplots(figsize=(9, 4.5))
     if steps.empty:
         ax.text(0.5, 0.5, "no steps", ha="center", va="center", transform=ax.transAxes)
         return fig
     first = steps.sort_values("step")
     baseline = first.drop_duplicates("step")
-    ax.plot(baseline["step"], baseline["tokens_without_compaction"], color="grey", linestyle=":", label="no compaction")
+    ax.plot(baseline["step"], baseline["tokens_without_compaction"], label=NO_COMPACTION, **no_compaction_style())
     keys = ["strategy", "config_hash"] if "config_hash" in steps.columns else ["strategy"]
-    for key, group in first.groupby(keys, sort=True):
-        line = ax.plot(group["step"], group["context_tokens"], label=_label(group.iloc[:1]).iloc[0])[0]
+    groups = [(k, g) for k, g in first.groupby(keys, sort=True) if str(g["strategy"].iloc[0]) != "none"]
+    for position, (key, group) in enumerate(groups):
+        style = series_style(position, len(group), len(groups))
+        line = ax.plot(group["step"], group["context_tokens"], label=_label(group.iloc[:1]).iloc[0], **style)[0]
         if events is not None and len(events):
             mask = np.ones(len(events), dtype=bool)
             for column, value in zip(keys, key if isinstance(key, tuple) else (key,), strict=True):
                 mask &= (events[column] == value).to_numpy()
             mine = events[mask]
             ax.scatter(mine["step"], mine["tokens_after"].astype(float), marker="v", color=line.get_color(), zorder=3)
+    curves = list(ax.get_lines())
     ax.axhline(window, color="black", linewidth=0.8, label=f"window {window:,}")
     if threshold:
-        ax.axhline(threshold, color="red", linewidth=0.8, linestyle="--", label=f"auto-compact {threshold:,}")
+        ax.axhline(threshold, color="#D55E00", linewidth=0.8, linestyle="--", label=f"auto-compact {threshold:,}")
     ax.set_xlabel("API call (step)")
     ax.set_ylabel("context tokens")
-    ax.set_title(title or f"Context size over session {str(steps['session_id'].iloc[0])[:36]}")
-    ax.legend(fontsize="x-small", loc="upper left")
+    first_row = steps.iloc[0]
+    where = short_session(str(first_row["session_id"]), first_row.get("file"))
+    ax.set_title(title or f"Context size over session {where}")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4, frameon=False)
+    label_line_ends(ax, curves)
     fig.tight_layout()
     return fig
 

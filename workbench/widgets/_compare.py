@@ -19,6 +19,7 @@ from ..metrics import savings_sessions, validity_sessions
 from ..replay import ReplayResult, replay_session
 from ..strategies import create
 from ..transcript.model import Session
+from ._names import session_html, session_text
 
 __all__ = ["StrategyComparison", "comparison_frames", "comparison_table", "plot_timelines", "run_comparison"]
 
@@ -125,35 +126,63 @@ def comparison_table(
 
 
 def plot_timelines(steps: pd.DataFrame, session_id: str, labels: Sequence[str] | None = None, *, ax: Any = None) -> Any:
-    """Context tokens per step of ``session_id`` for each label, the uncompacted size dashed; the Figure."""
+    """Context tokens per step of ``session_id`` for each label; the Figure.
+
+    One "no compaction" curve (the uncompacted size; the ``none`` strategy is that curve, so it is not
+    drawn again), then each label in an Okabe-Ito colour with its own dash pattern and markers (a label
+    keeps its style whichever labels are picked), ▼ at compactions, and each curve named at its end.
+    """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    from ..reporting.plots import (
+        NO_COMPACTION,
+        label_line_ends,
+        no_compaction_style,
+        series_style,
+        short_session,
+    )
 
     frame = steps[steps["session_id"] == session_id]
+    every_label = [label for label in dict.fromkeys(steps["label"]) if label not in _none_labels(steps)]
     labels = list(labels) if labels is not None else list(dict.fromkeys(frame["label"]))
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 3.6))
+        fig, ax = plt.subplots(figsize=(9, 3.8))
     else:
         fig = ax.figure
-    baseline = None
+    if not frame.empty:
+        baseline = frame.drop_duplicates("step").sort_values("step")
+        ax.plot(baseline["step"], baseline["tokens_without_compaction"], label=NO_COMPACTION, **no_compaction_style())
     for label in labels:
         rows = frame[frame["label"] == label].sort_values("step")
-        if rows.empty:
+        if rows.empty or label not in every_label:
             continue
-        if baseline is None:
-            baseline = rows
-        ax.plot(rows["step"], rows["context_tokens"], label=label, linewidth=1.4)
-        compacted = rows[rows["compacted"]] if "compacted" in rows else rows.iloc[:0]
+        position = every_label.index(label)
+        style = series_style(position, len(rows), len(every_label))
+        line = ax.plot(rows["step"], rows["context_tokens"], label=label, **style)[0]
+        compacted = rows[rows["compacted"].astype(bool)] if "compacted" in rows else rows.iloc[:0]
         if len(compacted):
-            ax.scatter(compacted["step"], compacted["context_tokens"], s=14, marker="v")
-    if baseline is not None:
-        ax.plot(baseline["step"], baseline["tokens_without_compaction"], "k--", linewidth=1, label="without compaction")
+            ax.scatter(
+                compacted["step"], compacted["context_tokens"], s=22, marker="v", color=line.get_color(), zorder=4
+            )
     ax.set_xlabel("step (API call)")
     ax.set_ylabel("context tokens")
-    ax.set_title(f"session {session_id[:40]}", fontsize=10)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    file = frame["file"].iloc[0] if "file" in frame and len(frame) else None
+    ax.set_title(f"session {short_session(session_id, file)}", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    if ax.get_lines():
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False)
+    label_line_ends(ax, ax.get_lines())
     fig.tight_layout()
     return fig
+
+
+def _none_labels(steps: pd.DataFrame) -> set[str]:
+    """Labels of the ``none`` strategy (drawn as the "no compaction" curve)."""
+    if "strategy" not in steps:
+        return set()
+    return set(steps.loc[steps["strategy"] == "none", "label"].astype(str))
 
 
 def _fmt(value: Any, column: str) -> str:
@@ -166,18 +195,37 @@ def _fmt(value: Any, column: str) -> str:
     return escape(str(value))
 
 
+#: Columns `render_table` leaves out: the hash is the join key, the label names the config (its tooltip
+#: carries the hash).
+_HIDDEN = ("config_hash",)
+_CELL = "padding:2px 8px;white-space:nowrap"
+#: A box as wide as the output area that scrolls sideways when its table is wider. ``width:0`` keeps the
+#: table's width out of the widget's own size (ipywidgets' HTML widget is a flex row that would grow
+#: to it and cut it at the output area's edge); ``min-width:100%`` then fills the area.
+TABLE_SCROLL = "overflow-x:auto;width:0;min-width:100%;max-width:100%"
+
+
 def render_table(table: pd.DataFrame) -> str:
-    """The comparison table as HTML (class ``wb-compare-table``)."""
-    head = "".join(f"<th style='padding:2px 6px'>{escape(c)}</th>" for c in table.columns)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td style='padding:2px 6px;text-align:right'>{_fmt(row[c], c)}</td>" for c in table.columns)
-        + "</tr>"
-        for _, row in table.iterrows()
-    )
+    """The comparison table as HTML (class ``wb-compare-table``), in a box that scrolls sideways when the
+    table is wider than the output area; headers and labels never wrap."""
+    columns = [c for c in table.columns if c not in _HIDDEN]
+    head = "".join(f"<th style='{_CELL};text-align:{_align(c)}'>{escape(c)}</th>" for c in columns)
+    rows = []
+    for _, row in table.iterrows():
+        cells = []
+        for c in columns:
+            tip = f" title='{escape(str(row['config_hash']))}'" if c == "label" and "config_hash" in row else ""
+            cells.append(f"<td style='{_CELL};text-align:{_align(c)}'{tip}>{_fmt(row[c], c)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
     return (
-        f'<table class="wb-compare-table" style="font-size:12px;border-collapse:collapse"><tr>{head}</tr>{body}</table>'
+        f'<div class="wb-table-scroll" style="{TABLE_SCROLL}">'
+        f'<table class="wb-compare-table" style="font-size:12px;border-collapse:collapse"><tr>{head}</tr>'
+        f"{''.join(rows)}</table></div>"
     )
+
+
+def _align(column: str) -> str:
+    return "left" if column in ("label", "strategy") else "right"
 
 
 class StrategyComparison:
@@ -196,22 +244,40 @@ class StrategyComparison:
             raise ValueError("no replay steps to compare")
         labels = list(dict.fromkeys(self.steps["label"]))
         sizes = self.steps.groupby("session_id")["step"].max().sort_values(ascending=False)
+        files = self._files()
         self.pick = w.SelectMultiple(
             options=labels, value=tuple(labels), description="strategies", rows=min(8, len(labels))
         )
         self.session = w.Dropdown(
-            options=list(sizes.index), value=sizes.index[0], description="session", layout=w.Layout(width="520px")
+            options=[(f"{session_text(sid, files.get(sid))} · {int(n) + 1} calls", sid) for sid, n in sizes.items()],
+            value=sizes.index[0],
+            description="session",
+            layout=w.Layout(width="auto", max_width="100%"),
         )
+        self.session.add_class("wb-session-pick")
+        self.session_name = w.HTML()
+        self.session_name.add_class("wb-session-name")
         self.scope = w.ToggleButtons(
             options=["this session", "all sessions"], value="all sessions", description="table"
         )
-        self.output = w.Output()
-        self.table = w.HTML()
-        self.widget = w.VBox([w.HBox([self.pick, w.VBox([self.session, self.scope])]), self.output, self.table])
+        self.output = w.Output(layout=w.Layout(max_width="100%", overflow="auto"))
+        self.table = w.HTML(layout=w.Layout(max_width="100%"))
+        controls = w.HBox(
+            [self.pick, w.VBox([self.session, self.session_name, self.scope], layout=w.Layout(min_width="0"))],
+            layout=w.Layout(flex_flow="row wrap", max_width="100%"),
+        )
+        self.widget = w.VBox([controls, self.output, self.table], layout=w.Layout(max_width="100%"))
         self.widget.add_class("wb-strategy-comparison")
         self.update()
         for control in (self.pick, self.session, self.scope):
             control.observe(lambda _c: self.update(), names="value")
+
+    def _files(self) -> dict[str, str]:
+        """``{session_id: file}`` where the frames know the file a session was read from."""
+        if "file" not in self.steps:
+            return {}
+        known = self.steps.dropna(subset=["file"]).drop_duplicates("session_id")
+        return {str(k): str(v) for k, v in zip(known["session_id"], known["file"], strict=True)}
 
     def current_table(self) -> pd.DataFrame:
         labels = list(self.pick.value)
@@ -224,6 +290,9 @@ class StrategyComparison:
         from IPython.display import display
 
         self.table.value = render_table(self.current_table())
+        sid = str(self.session.value)
+        self.session.tooltip = sid
+        self.session_name.value = f"<span style='font-size:11px'>{session_html(sid, self._files().get(sid))}</span>"
         with self.output:
             self.output.clear_output(wait=True)
             fig = plot_timelines(self.steps, self.session.value, list(self.pick.value))

@@ -52,6 +52,8 @@ class SessionIndex:
     thinking: tuple[bool, ...]
     originals: dict[str, tuple[Mapping[str, Any], ...]] = field(repr=False)
     validation_cache: dict[tuple[int, int, int], tuple[Violation, ...]] = field(default_factory=dict, repr=False)
+    #: The file the session was read from, when known (titles name it).
+    source: str | None = None
 
     @classmethod
     def build(cls, session: Session) -> SessionIndex:
@@ -104,6 +106,7 @@ class SessionIndex:
             summarized=tuple(summarized),
             thinking=tuple(thinking),
             originals=original_thinking_blocks(records),
+            source=session.source,
         )
 
     @property

@@ -7,9 +7,10 @@ from typing import Any
 
 from ..transcript.model import Session
 from ._keep_window import KeepWindowState, SessionIndex, Summarized, keep_window_model
+from ._names import session_html
 from ._strip import render_legend, render_overview, render_zoom
 
-__all__ = ["KeepWindowView", "readout_lines", "render_readout", "state_label"]
+__all__ = ["KeepWindowView", "config_error", "readout_lines", "render_readout", "render_refusal", "state_label"]
 
 
 def _check(ok: bool) -> str:
@@ -84,9 +85,31 @@ def render_readout(state: KeepWindowState) -> str:
             style = "font-weight:bold"
         rows.append(f'<div style="{style}">{escape(line)}</div>')
     return (
-        '<div class="wb-keep-readout" style="font-family:monospace;font-size:12px;white-space:pre-wrap">'
-        + "".join(rows)
-        + "</div>"
+        '<div class="wb-keep-readout" style="font-family:monospace;font-size:12px;line-height:1.45;'
+        'white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%">' + "".join(rows) + "</div>"
+    )
+
+
+def config_error(min_tokens: int, max_tokens: int, min_text_block_messages: int) -> str | None:
+    """Why ``sm-compact``'s config refuses these values (its own validation message), or None."""
+    from pydantic import ValidationError
+
+    from ..strategies.registry import get_strategy
+
+    try:
+        get_strategy("sm-compact").Config.model_validate(
+            {"min_tokens": min_tokens, "max_tokens": max_tokens, "min_text_block_messages": min_text_block_messages}
+        )
+    except ValidationError as exc:
+        return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+    return None
+
+
+def render_refusal(message: str) -> str:
+    """The refusal shown under the sliders (class ``wb-keep-refusal``)."""
+    return (
+        '<div class="wb-keep-refusal" style="color:#b00;font-size:12px;overflow-wrap:anywhere">'
+        f"refused: {escape(message)} (sm-compact's config refuses it); the window shown is unchanged</div>"
     )
 
 
@@ -101,6 +124,9 @@ class KeepWindowView:
         step: initial compaction point (API call index; default: the last call).
         min_tokens, max_tokens, min_text_block_messages: initial keep-window config (docs §2.1).
         summarized: ``"trigger"`` or ``"unset"`` (see `keep_window_model`).
+
+    Slider values ``sm-compact``'s config refuses (``min_tokens`` above ``max_tokens``) are not applied: the
+    slider moves back and the config's message is shown; `set` raises ValueError with that message.
     """
 
     def __init__(
@@ -115,6 +141,9 @@ class KeepWindowView:
     ) -> None:
         import ipywidgets as w
 
+        error = config_error(min_tokens, max_tokens, min_text_block_messages)
+        if error:
+            raise ValueError(error)
         self.index = session if isinstance(session, SessionIndex) else SessionIndex.build(session)
         if not self.index.calls:
             raise ValueError(f"session {self.index.session_id} has no API calls")
@@ -165,30 +194,53 @@ class KeepWindowView:
         ):
             slider.add_class(name)
         self.title = w.HTML(
-            f"<b>Keep window</b> · session <code>{escape(self.index.session_id)}</code> · "
+            f"<b>Keep window</b> · session {session_html(self.index.session_id, self.index.source)} · "
             f"{len(self.index.records):,} records · {self.index.steps} API calls"
         )
-        self.overview = w.HTML()
-        self.zoom = w.HTML()
-        self.readout = w.HTML()
+        fit = w.Layout(max_width="100%")
+        self.overview = w.HTML(layout=fit)
+        self.zoom = w.HTML(layout=fit)
+        self.readout = w.HTML(layout=fit)
         self.readout.add_class("wb-readout")
+        self.refusal = w.HTML(layout=fit)
         self.widget = w.VBox(
             [
                 self.title,
-                w.HBox([w.VBox([self.step, self.min_tokens]), w.VBox([self.max_tokens, self.min_text])]),
+                w.HBox(
+                    [w.VBox([self.step, self.min_tokens]), w.VBox([self.max_tokens, self.min_text])],
+                    layout=w.Layout(flex_flow="row wrap", max_width="100%"),
+                ),
                 self.summarized,
-                w.HTML(render_legend()),
+                self.refusal,
+                w.HTML(render_legend(), layout=fit),
                 self.overview,
                 self.zoom,
                 self.readout,
-            ]
+            ],
+            layout=fit,
         )
         self.widget.add_class("wb-keep-window-view")
+        self._holding = False
         self.state: KeepWindowState = self.update()
         for control in (self.step, self.min_tokens, self.max_tokens, self.min_text, self.summarized):
             control.observe(self._changed, names="value")
 
-    def _changed(self, _change: Any) -> None:
+    def _error(self) -> str | None:
+        return config_error(self.min_tokens.value, self.max_tokens.value, self.min_text.value)
+
+    def _changed(self, change: Any) -> None:
+        if self._holding:
+            return
+        error = self._error()
+        if error:  # refuse: put the slider back, say why, keep the last valid window
+            self._holding = True
+            try:
+                change["owner"].value = change["old"]
+            finally:
+                self._holding = False
+            self.refusal.value = render_refusal(error)
+            return
+        self.refusal.value = ""
         self.update()
 
     def compute(self) -> KeepWindowState:
@@ -211,9 +263,22 @@ class KeepWindowView:
         return self.state
 
     def set(self, **values: int | str) -> KeepWindowState:
-        """Move sliders by name (``step``, ``min_tokens``, ``max_tokens``, ``min_text``, ``summarized``)."""
-        for name, value in values.items():
-            getattr(self, name).value = value
+        """Move sliders by name (``step``, ``min_tokens``, ``max_tokens``, ``min_text``, ``summarized``),
+        all at once; ValueError (the config's message, nothing moved) for values the config refuses."""
+        controls = {name: getattr(self, name) for name in values}
+        target = {"min_tokens": self.min_tokens.value, "max_tokens": self.max_tokens.value}
+        target["min_text"] = self.min_text.value
+        target.update({k: v for k, v in values.items() if k in target})
+        error = config_error(int(target["min_tokens"]), int(target["max_tokens"]), int(target["min_text"]))
+        if error:
+            raise ValueError(error)
+        self._holding = True
+        try:
+            for name, value in values.items():
+                controls[name].value = value
+        finally:
+            self._holding = False
+        self.refusal.value = ""
         return self.update()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

@@ -29,6 +29,7 @@ from ..replay import ReplayResult, replay_session
 from ..strategies import Strategy, create
 from ..tokens.js import rough_tokens
 from ..transcript.model import Session
+from ._compare import TABLE_SCROLL
 
 __all__ = [
     "MemoryReplay",
@@ -203,11 +204,11 @@ def _bar(value: int, cap: int, *, width: int = 220) -> str:
     share = value / cap if cap else 0.0
     fill = "#d62728" if share > 1 else "#f28e2b" if share > 0.8 else "#4e79a7"
     inner = min(share, 1.0) * width
-    over = f'<span style="color:#d62728"> +{value - cap:,} over</span>' if value > cap else ""
+    over = f' <span style="color:#d62728;white-space:nowrap">+{value - cap:,} over</span>' if value > cap else ""
     return (
         f'<span style="display:inline-block;width:{width}px;height:10px;background:#eee;border:1px solid #ccc;'
         f'vertical-align:middle"><span style="display:block;width:{inner:.0f}px;height:10px;background:{fill}">'
-        f"</span></span> {value:,} / {cap:,}{over}"
+        f'</span></span> <span style="white-space:nowrap">{value:,} / {cap:,}</span>{over}'
     )
 
 
@@ -230,18 +231,32 @@ def render_sections(snapshot: MemorySnapshot) -> str:
         )
         rows.append(
             f'<tr><td style="white-space:nowrap;padding-right:8px">{escape(s.name)}</td>'
-            f'<td style="white-space:nowrap">{_bar(s.tokens, s.cap)}{marker}</td></tr>'
+            f"<td>{_bar(s.tokens, s.cap)}{marker}</td></tr>"
             f'<tr><td colspan="2"><details><summary style="font-size:11px;color:#666">text</summary>'
-            f'<pre style="white-space:pre-wrap;font-size:11px;max-height:240px;overflow:auto">{shown}</pre>'
+            '<pre style="white-space:pre-wrap;overflow-wrap:anywhere;font-size:11px;max-height:240px;'
+            f'overflow:auto">{shown}</pre>'
             "</details></td></tr>"
         )
-    return f'<div class="wb-memory-sections">{head}<table style="font-size:12px">{"".join(rows)}</table></div>'
+    return (
+        f'<div class="wb-memory-sections" style="max-width:100%">{head}<div class="wb-table-scroll" '
+        f'style="{TABLE_SCROLL}"><table style="font-size:12px">{"".join(rows)}</table></div></div>'
+    )
+
+
+#: The diff's box never grows past this height (it scrolls); sections with more lines start collapsed.
+DIFF_MAX_HEIGHT_PX = 480
+DIFF_OPEN_LINES = 40
 
 
 def render_diff(diffs: Sequence[SectionDiff], *, title: str = "") -> str:
-    """Coloured unified diffs, one block per changed section."""
+    """Coloured unified diffs, one collapsible block per changed section, in a box of bounded height
+    (``DIFF_MAX_HEIGHT_PX``, scrolling) whose long lines wrap."""
+    box = (
+        f"max-height:{DIFF_MAX_HEIGHT_PX}px;overflow-y:auto;overflow-x:hidden;max-width:100%;"
+        "border:1px solid #ddd;padding:2px 4px;box-sizing:border-box"
+    )
     if not diffs:
-        return f'<div class="wb-memory-diff">{escape(title)} no change</div>'
+        return f'<div class="wb-memory-diff" style="{box}">{escape(title)} no change</div>'
     blocks = []
     for d in diffs:
         lines = []
@@ -254,12 +269,17 @@ def render_diff(diffs: Sequence[SectionDiff], *, title: str = "") -> str:
             elif line.startswith("@@"):
                 colour = "color:#888"
             lines.append(f'<div style="{colour}">{escape(line) or "&nbsp;"}</div>')
+        opened = " open" if len(d.lines) <= DIFF_OPEN_LINES else ""
         blocks.append(
-            f"<div><b>{escape(d.heading)}</b> <span style='color:#2ca02c'>+{d.added}</span> "
-            f"<span style='color:#d62728'>-{d.removed}</span>"
-            f'<div style="font-family:monospace;font-size:11px;white-space:pre-wrap">{"".join(lines)}</div></div>'
+            f"<details{opened}><summary><b>{escape(d.heading)}</b> <span style='color:#009E73'>+{d.added}</span> "
+            f"<span style='color:#D55E00'>-{d.removed}</span>"
+            + ("" if opened else f" <span style='color:#888'>({len(d.lines)} lines)</span>")
+            + "</summary>"
+            '<div style="font-family:monospace;font-size:11px;line-height:1.4;white-space:pre-wrap;'
+            'overflow-wrap:anywhere">'
+            f"{''.join(lines)}</div></details>"
         )
-    return f'<div class="wb-memory-diff">{escape(title)}{"".join(blocks)}</div>'
+    return f'<div class="wb-memory-diff" style="{box}">{escape(title)}{"".join(blocks)}</div>'
 
 
 class MemorySectionsView:
@@ -286,14 +306,16 @@ class MemorySectionsView:
             layout=w.Layout(width="420px"),
             disabled=last == 0,
         )
-        self.sections = w.HTML()
-        self.diff = w.HTML()
+        half = w.Layout(flex="1 1 440px", min_width="0", max_width="100%")
+        self.sections = w.HTML(layout=half)
+        self.diff = w.HTML(layout=half)
         self.widget = w.VBox(
             [
                 w.HTML(f"<b>Session memory</b> · {len(self.history)} extraction(s)"),
                 self.pick,
-                w.HBox([self.sections, self.diff]),
-            ]
+                w.HBox([self.sections, self.diff], layout=w.Layout(flex_flow="row wrap", max_width="100%")),
+            ],
+            layout=w.Layout(max_width="100%"),
         )
         self.widget.add_class("wb-memory-view")
         self.update()

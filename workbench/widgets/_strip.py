@@ -134,7 +134,7 @@ def render_overview(index: SessionIndex, state: KeepWindowState, *, width: int =
         marks.append(_marker(ls, MARKERS["summarized"], height, f"last summarized #{state.last_summarized}", "1,2"))
     return (
         f'<svg class="wb-overview" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'xmlns="http://www.w3.org/2000/svg" style="background:#fafafa">{"".join(rects)}{"".join(marks)}</svg>'
+        f'xmlns="http://www.w3.org/2000/svg" style="background:#fafafa;{_FIT}">{"".join(rects)}{"".join(marks)}</svg>'
     )
 
 
@@ -169,6 +169,7 @@ def render_zoom(index: SessionIndex, state: KeepWindowState, *, width: int = 960
     x = 10.0
     body_top, body_h = 46, 30
     parts: list[str] = []
+    label_end = 0.0  # right edge of the last record number drawn: the numbers are thinned to fit
     for i, w in zip(indices, weights, strict=True):
         w_px = w * scale
         if i is None:
@@ -184,11 +185,14 @@ def render_zoom(index: SessionIndex, state: KeepWindowState, *, width: int = 960
                 f'stroke="{"#2ca02c" if kept else "#999"}" stroke-width="{1.5 if kept else 0.5}" '
                 f'opacity="{1.0 if kept else 0.55}"><title>{_title(index, i)}</title></rect>'
             )
-            if w_px >= 14:
+            centre = x + w_px / 2
+            half = _text_width(str(i), 9) / 2
+            if centre - half >= label_end + 3 and centre + half <= width:
                 parts.append(
-                    f'<text x="{x + w_px / 2:.1f}" y="{body_top + body_h + 12}" font-size="9" '
+                    f'<text class="wb-record-number" x="{centre:.1f}" y="{body_top + body_h + 12}" font-size="9" '
                     f'text-anchor="middle" fill="#555">{i}</text>'
                 )
+                label_end = centre + half
         x += w_px + gap
     parts.extend(_brackets(index, indices, xs, body_top + body_h + 16))
     parts.extend(_arcs(index, state, xs, body_top))
@@ -208,14 +212,27 @@ def render_zoom(index: SessionIndex, state: KeepWindowState, *, width: int = 960
         label = {"naive": "naive", "pair": "step 1", "start": "adjusted"}[name]
         parts.append(_marker(edge, MARKERS[name], body_top + body_h + 30, f"{label} start #{at}", dash))
         label_y = {"start": body_top + body_h + 40, "naive": 10, "pair": 22}[name]
+        text = f"{label} #{at}"
+        fits = edge + 2 + _text_width(text, 10) <= width
+        anchor, at_x = ("start", edge + 2) if fits else ("end", edge - 2)
         parts.append(
-            f'<text x="{edge + 2:.1f}" y="{label_y}" font-size="10" fill="{MARKERS[name]}">{label} #{at}</text>'
+            f'<text class="wb-start-label" x="{at_x:.1f}" y="{label_y}" font-size="10" text-anchor="{anchor}" '
+            f'fill="{MARKERS[name]}">{text}</text>'
         )
     height = body_top + body_h + 46
     return (
         f'<svg class="wb-zoom" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
+        f'xmlns="http://www.w3.org/2000/svg" style="{_FIT}">{"".join(parts)}</svg>'
     )
+
+
+#: SVGs shrink with a narrow output area (text scales with them) instead of overflowing it.
+_FIT = "max-width:100%;height:auto"
+
+
+def _text_width(text: str, font_size: float) -> float:
+    """A generous estimate of ``text``'s width in SVG units (sans-serif digits are ~0.56 em wide)."""
+    return len(text) * font_size * 0.62
 
 
 def _brackets(
