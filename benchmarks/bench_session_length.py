@@ -1,8 +1,8 @@
 """Benchmark: how every strategy's replay grows with the length of one session.
 
 A heavy user's longest sessions run to a thousand API calls and more. A strategy that looks at its whole
-context before every call costs the square of the session's length (one that masks or truncates before
-every call did, until stops 33 and 34 gave them an index of what changed). This replays one
+context before every call costs the square of the session's length (the masking and truncating
+strategies keep an index of what changed since their last call so that they do not). This replays one
 `workbench.synthetic` session of each ``--calls`` size (written to a temporary folder, its token counts
 warm from a first replay) through every registered strategy with its defaults, ``--repeat`` times in
 turn, in this process, and prints per strategy the median seconds at each size, how much the time grows

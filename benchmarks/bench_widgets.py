@@ -4,7 +4,7 @@ The per-session work (`SessionIndex.build`: record list, claude-padded counts, A
 trigger's replay) is done once and reported apart; an *update* is what a slider move costs: the model
 (`keep_window_model`: window, step-wise adjustment, validation of the naive and adjusted cuts, cached
 per cut) plus the strip and readout HTML, set on the widgets. Every step × four slider settings is
-measured, so cold (first validation of a cut) and warm updates both count. Target (issue 9): ≤ 100 ms
+measured, so cold (first validation of a cut) and warm updates both count. Target: ≤ 100 ms
 per update. Prints what this run measured.
 Usage: ``python benchmarks/bench_widgets.py [CORPUS_PATH] [--json]``.
 """

@@ -1,5 +1,5 @@
-"""The repository speaks of the product, not of how it was developed: no development diary ("stop 12",
-"this stop", "review mend"), no citation of the project's own issues ("issue #41") and no "before this
+"""The repository speaks of the product, not of how it was developed: no development diary (numbered
+work sessions, "review" mends), no citation of the project's own issues by number and no "before this
 change" history in code, tests, docs, notebooks or comments. That history belongs in git and in
 CHANGELOG.md (which is checked too: it says what changed for users, not how the work went). Upstream
 references (``anthropics/claude-code#31806``) are fine.
@@ -17,11 +17,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PATTERNS = [
-    re.compile(r"\bstop \d+\b", re.IGNORECASE),
-    re.compile(r"\bthis stop\b", re.IGNORECASE),
-    re.compile(r"\bprevious stop\b", re.IGNORECASE),
-    re.compile(r"\breview mends?\b", re.IGNORECASE),
-    re.compile(r"(?<![\w/.-])issues? #\d+", re.IGNORECASE),
+    re.compile(r"\bstops?\s+\d+\b", re.IGNORECASE),
+    re.compile(r"\b(this|previous|next)\s+stop\b", re.IGNORECASE),
+    re.compile(r"\breview\s+mends?\b", re.IGNORECASE),
+    re.compile(r"(?<![\w/.-])issues?\s+#\d+", re.IGNORECASE),
+    re.compile(r"(?<![\w/.-])issues?\s+\d{1,2}\b", re.IGNORECASE),
+    re.compile(r"\(#\d{1,2}\)"),
     re.compile(r"\bbefore this (change|commit|fix)\b", re.IGNORECASE),
     re.compile(r'(?:"""|#)\s*Before: '),
 ]

@@ -1,4 +1,4 @@
-"""Issue 9 item 7: on the real corpus, a naive start that splits a streamed response, fixed by step 2."""
+"""On the real corpus, a naive start that splits a streamed response, fixed by step 2."""
 
 from __future__ import annotations
 
