@@ -34,3 +34,25 @@ def test_two_stores_of_one_spec_give_the_same_report(tmp_path: Path) -> None:
     cells = [pd.read_csv(tmp_path / r / "cells.csv").drop(columns=provenance) for r in ("ra", "rb")]
     pd.testing.assert_frame_equal(cells[0], cells[1])
     assert _summary(tmp_path / "ra", tmp_path / "a") == _summary(tmp_path / "rb", tmp_path / "b")
+
+
+def test_report_json_of_identical_runs_is_byte_identical(tmp_path: Path) -> None:
+    """``workbench report --json`` over run folders of the same replays, written by one process and by two
+    worker processes (parts in another order), prints the same bytes but for the folder's own path."""
+    import subprocess
+    import sys
+
+    from .conftest import DATA, REPO
+
+    def cli(*args: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-m", "workbench.cli", *args], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        return run.stdout
+
+    outputs = []
+    for name, workers in (("one", "1"), ("two", "2")):
+        for strategy in ("none", "sm-compact"):
+            cli("replay", str(DATA), "-s", strategy, "--out", str(tmp_path / name / strategy), "--workers", workers)
+        outputs.append(cli("report", str(tmp_path / name), "--json").replace(str(tmp_path / name), "<results>"))
+    assert outputs[0] == outputs[1]
