@@ -42,11 +42,9 @@ task_state). The verification turn is modelled as a second offline pass that loo
 compressed history mentions and the first snapshot lacks, and adds them; both calls are recorded in the
 event's details (``summarizer_calls``, ``summarizer_input_tokens``, ``summarizer_output_tokens``: the second
 call reads the history plus the first snapshot). The summariser's own reasoning (``<scratchpad>``) is not
-written. Not modelled: the experimental ContextManager (``experimental.contextManagement``, off by default;
-its "Generalist" profile in ``packages/core/src/context/config/profiles.ts`` — budget 150,000 max / 65,000
-retained, tool masking at 8,000 tokens, distillation at 15,000 and 3,000, truncation to 4,000 per node,
-snapshots of at most 4,000 tokens over 5 turns — is a graph pipeline with model-written distillations that
-replaces compression when enabled), the PreCompress hook, a forced ``/compress``.
+written. The experimental ContextManager (``experimental.contextManagement``, off by default), which
+replaces this compression when enabled, is `workbench.strategies.gemini_generalist` (``gemini-generalist``,
+its "Generalist" profile). Not modelled: the PreCompress hook, a forced ``/compress``.
 
 Mapping: a Gemini **Content** is one API message (`api_messages`: one response, or consecutive user
 records merged), its size the JSON length of its records' content; a functionResponse part is a

@@ -68,6 +68,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "sdk-compaction-control": "api_compaction",
     "gemini-cli": "gemini",
     "gemini-masking": "gemini_masking",
+    "gemini-generalist": "gemini_generalist",
     "langchain-trim": "langchain",
     "langchain-summarization": "langchain",
     "openhands-observation-masking": "openhands_masking",
