@@ -33,6 +33,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_invariants.py
 	$(BIN)/python benchmarks/bench_request_check.py
 	$(BIN)/python benchmarks/bench_session_length.py
+	$(BIN)/python benchmarks/bench_tuning.py
 
 # The corpus at 1x, 8x and ~1 GB (temporary copies, deleted after): ingest, replay, sweep, planning 10k sessions.
 bench-scale: setup

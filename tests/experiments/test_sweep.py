@@ -207,3 +207,7 @@ def test_report_intervals_and_paired_differences(tmp_path):
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "## Paired differences vs `none`" in summary and "total_cost_usd" in summary
     assert "session(s) had a compaction" in summary  # the embedded data: too few sessions to rank
+    header = next(line for line in summary.splitlines() if line.startswith("| label"))
+    assert header.index("expected_recovery_tokens") < header.index("needed_recall")
+    assert "`needed_recall`/`dropped_recall` = references kept" in summary
+    assert "![Savings vs expected re-acquired tokens (lower is better)" in summary

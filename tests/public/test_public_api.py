@@ -37,8 +37,8 @@ def test_the_snippet(corpus, runs, tmp_path, monkeypatch):
     for frame in (runs.steps, runs.events):
         assert {"label", "config_hash", "session_id", "strategy"} <= set(frame.columns)
     summary = runs.summary()
-    assert list(summary["label"]) == runs.labels and list(summary.columns[:3]) == ["label", "strategy", "config_hash"]
-    for column in ("saved_share", "needed_recall", "cost_usd", "violating_steps", "steps_blocked"):
+    assert list(summary["label"]) == runs.labels and list(summary.columns[:2]) == ["label", "strategy"]
+    for column in ("saved_share", "expected_recovery_tokens", "cost_usd", "violating_steps", "steps_blocked"):
         assert column in summary.columns
     assert summary.set_index("label").loc["none", "saved_share"] == 0
     assert summary.set_index("label").loc["sm-compact", "saved_share"] > 0
@@ -102,9 +102,67 @@ def test_summary_by_session_and_the_same_tables_as_a_sweep(corpus, runs):
 
     per_session = runs.summary(by="session")
     assert len(per_session) == 3 * 6 and per_session["label"].notna().all()
-    pooled = config_table(per_session).set_index("config_hash")
-    mine = runs.summary().set_index("config_hash")
+    pooled = config_table(runs.summary(by="session", columns="all")).set_index("config_hash")
+    mine = runs.summary(columns="all").set_index("config_hash")
     assert mine["saved_share"].to_dict() == pytest.approx(pooled["saved_share"].to_dict())
+
+
+def test_summary_shows_the_columns_a_comparison_acts_on(runs):
+    """The default summary is at most 15 columns, each described in ``attrs``; the rest on request."""
+    summary = runs.summary()
+    assert list(summary.columns) == [
+        "label",
+        "strategy",
+        "sessions",
+        "steps",
+        "compactions",
+        "saved_share",
+        "saved_share_ci_low",
+        "saved_share_ci_high",
+        "violating_steps",
+        "steps_blocked",
+        "expected_recovery_tokens",
+        "cost_usd",
+        "total_cost_usd",
+        "unpriced_sessions",
+    ]
+    assert set(summary.attrs["columns"]) == set(summary.columns) and all(summary.attrs["columns"].values())
+    per_session = runs.summary(by="session")
+    assert len(per_session.columns) <= 15 and "session_id" in per_session.columns
+    every = runs.summary(columns="all")
+    assert {"config_hash", "needed_recall", "peak_context_tokens", "cfg.min_tokens"} <= set(every.columns)
+    assert "references kept" in every.attrs["columns"]["needed_recall"]
+    assert every.attrs["columns"]["cfg.min_tokens"] and len(every.columns) > 40
+    assert every[list(summary.columns)].equals(summary)
+    picked = runs.summary(columns=["label", "needed_recall"])
+    assert list(picked.columns) == ["label", "needed_recall"]
+    assert list(runs.summary(metrics=("savings",)).columns) == [
+        "label",
+        "strategy",
+        "sessions",
+        "steps",
+        "compactions",
+        "saved_share",
+        "saved_share_ci_low",
+        "saved_share_ci_high",
+        "violating_steps",
+        "steps_blocked",
+    ]
+    with pytest.raises(KeyError, match="no_such_column"):
+        runs.summary(columns=["label", "no_such_column"])
+    with pytest.raises(ValueError, match="columns must be"):
+        runs.summary(columns="everything")
+
+
+def test_pareto_plots_expected_recovery_against_savings(runs):
+    """The fidelity axis a comparison leads with is the expected re-acquisition, lower is better."""
+    axes = runs.plot.pareto().axes[0]
+    assert "expected re-acquired tokens" in axes.get_ylabel()
+    assert "references kept" in runs.plot.pareto(y="needed_recall").axes[0].get_ylabel()
+    table = wb.widgets.compare(runs).current_table()  # the widget's table: the sessions come with the runs
+    assert list(table.columns[table.columns.get_loc("saved_share") + 1 :][:1]) == ["expected_recovery_tokens"]
+    summary = runs.summary().set_index("label")["expected_recovery_tokens"]
+    assert table.set_index("label")["expected_recovery_tokens"].to_dict() == pytest.approx(summary.to_dict())
 
 
 def test_strategy_arguments():
@@ -135,7 +193,7 @@ def test_an_unpriced_session_is_counted_not_a_null_total(runs):
     leaves out: one unpriced session neither nulls the total nor hides."""
     from workbench.experiments.tables import config_table
 
-    cells = runs.summary(by="session")
+    cells = runs.summary(by="session", columns="all")
     first = cells.iloc[0]["config_hash"]
     priced = config_table(cells).set_index("config_hash")
     cells.loc[cells.index[0], "cost_usd"] = float("nan")

@@ -73,7 +73,7 @@ def test_a_main_module_strategy_runs_in_replay_and_every_executor(tmp_path):
                 pool.start_method = original
                 same_when_spawned = all(getattr(spawned, f).equals(getattr(runs, f))
                                         for f in ("configs", "cells", "steps", "events"))
-                summary = runs.summary(metrics=("savings",))  # before registering: labels from the class
+                summary = runs.summary(metrics=("savings",), columns="all")  # before registering: labels from the class
                 wb.register(KeepTail)
                 spec = {{"name": "mine", "corpus": [{str(DATA)!r}], "metrics": ["savings", "validity"],
                          "strategies": [{{"name": "keep-tail", "grid": {{"keep": [40, 80]}}}}]}}
@@ -85,7 +85,8 @@ def test_a_main_module_strategy_runs_in_replay_and_every_executor(tmp_path):
                         executors.local_start_method = lambda method=method: method
                     swept = wb.sweep(spec, store={str(tmp_path)!r} + "/" + name, executor=executor, workers=1,
                                      progress=False)
-                    out[name] = swept.summary(metrics=("savings",)).set_index("label")["tokens_saved"].to_dict()
+                    table = swept.summary(metrics=("savings",), columns="all")
+                    out[name] = table.set_index("label")["tokens_saved"].to_dict()
                 print(json.dumps(out))
             """
         )

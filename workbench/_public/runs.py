@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from ..experiments.run import SweepPlan, SweepResult
 
-__all__ = ["PlotAccessor", "Runs", "StrategyLike", "replay", "strategy"]
+__all__ = ["SUMMARY_COLUMNS", "PlotAccessor", "Runs", "StrategyLike", "describe_column", "replay", "strategy"]
 
 #: What the verbs accept as a strategy: a registered name, a configured instance, or a class (its defaults).
 StrategyLike = str | Strategy | type[Strategy]
@@ -163,6 +163,96 @@ def _hashes(items: Sequence[Strategy]) -> list[str]:
     return [config_hash(s.name, s.config.model_dump(mode="json")) for s in items]
 
 
+#: The columns ``Runs.summary()`` shows by default (those present), in this order, with what each means.
+SUMMARY_COLUMNS: dict[str, str] = {
+    "label": "the config: strategy name and the parameters that differ from its defaults",
+    "strategy": "the registered strategy name",
+    "session_id": "the replayed session (by='session')",
+    "sessions": "sessions replayed",
+    "steps": "API calls replayed",
+    "compactions": "compactions the strategy made",
+    "saved_share": "share of input tokens saved against no compaction (sum saved / sum uncompacted)",
+    "saved_share_ci_low": "saved_share, low end of its 95% bootstrap interval over sessions",
+    "saved_share_ci_high": "saved_share, high end of its 95% bootstrap interval over sessions",
+    "violating_steps": "API calls whose request breaks an API invariant (the API would reject it)",
+    "steps_blocked": "API calls at the blocking limit (refused for size)",
+    "expected_recovery_tokens": "tokens the agent is expected to re-acquire after compactions; the fidelity "
+    "to compare strategies on (lower is better)",
+    "instructions_kept": "share of the user's explicit instructions the compacted context kept",
+    "cost_usd": "simulated cost of the calls, summaries and memory extraction (priced sessions), USD",
+    "total_cost_usd": "cost_usd plus the cost of the expected re-acquisition, USD",
+    "unpriced_sessions": "sessions the cost sums leave out (no price for their model)",
+}
+
+#: What the other columns of ``summary(columns="all")`` mean (``cfg.*`` and ``*_ci_*`` are described by rule).
+_OTHER_COLUMNS: dict[str, str] = {
+    "config_hash": "join key of the config (strategy + resolved config)",
+    "config_json": "the resolved config as JSON",
+    "file": "the file the session was read from",
+    "source": "the path the session was loaded from",
+    "estimator": "the token estimator of the post-compaction accounting",
+    "input_tokens": "input tokens sent with compaction",
+    "input_tokens_without": "input tokens sent without compaction",
+    "tokens_saved": "input_tokens_without minus input_tokens",
+    "peak_context_tokens": "largest context of any call",
+    "peak_without_compaction": "largest context of any call without compaction",
+    "violations": "API-invariant violations (a call can have several)",
+    "violation_rate": "violating_steps / steps",
+    "compaction_violations": "compactions whose first request after breaks an API invariant",
+    "compaction_violation_rate": "compaction_violations / compactions",
+    "adjusted_compactions": "compactions whose kept window was moved to preserve API invariants",
+    "fallback_reasons": "why compactions fell back (reason:count)",
+    "repaired_steps": "calls whose request needed at least one repair",
+    "repairs": "repairs the request normalisation made, over all calls",
+    "fallbacks": "compactions that fell back to another kind",
+    "steps_blocked_without": "calls at the blocking limit without compaction",
+    "steps_over_window": "calls over the context window",
+    "steps_over_window_without": "calls over the context window without compaction",
+    "cost_per_1k_steps": "cost_usd per 1,000 API calls",
+    "summarizer_cost_usd": "cost of the summary calls, USD",
+    "memory_cost_usd": "cost of memory extraction, USD",
+    "memory_extractions": "memory extraction calls",
+    "needed_facts": "references (files, commands, errors, instructions) the rest of the session uses",
+    "needed_facts_kept": "needed references the compacted context still names",
+    "dropped_facts": "references in the dropped span",
+    "dropped_facts_kept": "dropped references the compacted context still names",
+    "needed_recall": "references kept: share of the needed references the compacted context still names "
+    "(not content; read expected_recovery_tokens for fidelity)",
+    "dropped_recall": "share of the dropped span's references the compacted context still names",
+    "expected_recovery_calls": "calls the agent is expected to make to re-acquire what compactions dropped",
+    "expected_recovery_files": "files the agent is expected to re-read",
+    "expected_recovery_mentioned_calls": "expected re-acquisition calls whose target the summary names",
+    "recovery_cost_usd": "cost of the expected re-acquisition, USD",
+}
+
+
+def describe_column(name: str) -> str:
+    """What a column of `Runs.summary` means (empty for a column it does not know)."""
+    if name in SUMMARY_COLUMNS:
+        return SUMMARY_COLUMNS[name]
+    if name in _OTHER_COLUMNS:
+        return _OTHER_COLUMNS[name]
+    if name.startswith("cfg."):
+        return f"config parameter {name.removeprefix('cfg.')}"
+    for end, side in (("_ci_low", "low"), ("_ci_high", "high")):
+        if name.endswith(end):
+            return f"{name.removesuffix(end)}, {side} end of its 95% bootstrap interval over sessions"
+    return ""
+
+
+def _summary_columns(table: pd.DataFrame, columns: str | Sequence[str]) -> list[str]:
+    if columns == "default":
+        return [c for c in SUMMARY_COLUMNS if c in table.columns]
+    if columns == "all":
+        return list(table.columns)
+    if isinstance(columns, str):
+        raise ValueError(f"columns must be 'default', 'all' or a list of column names, got {columns!r}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise KeyError(f"no summary column {', '.join(map(repr, missing))}; see summary(columns='all')")
+    return list(columns)
+
+
 class Runs:
     """Replays of sessions × strategy configs, as tidy frames.
 
@@ -210,13 +300,34 @@ class Runs:
         """The configs' readable names, in the order given."""
         return list(self.configs["label"])
 
-    def summary(self, by: str = "config", metrics: Sequence[str] = METRIC_FAMILIES) -> pd.DataFrame:
+    def summary(
+        self,
+        by: str = "config",
+        metrics: Sequence[str] = METRIC_FAMILIES,
+        *,
+        columns: str | Sequence[str] = "default",
+    ) -> pd.DataFrame:
         """Savings, validity, cost and fidelity per config (``by="config"``, pooled over sessions) or per
         session × config (``by="session"``): the sweep's tables (`workbench.experiments.tables`).
 
+        By default the frame has the columns a comparison acts on (`SUMMARY_COLUMNS`, those the metric
+        families computed): ``label``, ``strategy`` (``session_id`` per session), ``sessions``, ``steps``,
+        ``compactions``, ``saved_share`` and its 95% interval over sessions (``saved_share_ci_low`` /
+        ``_ci_high``), ``violating_steps``, ``steps_blocked``, ``expected_recovery_tokens`` (the fidelity to
+        compare strategies on; lower is better), ``instructions_kept`` when computed, ``cost_usd``,
+        ``total_cost_usd`` and ``unpriced_sessions``. ``columns="all"`` gives every column (the
+        ``config_hash`` join key, ``needed_recall`` = references kept, the other intervals, one ``cfg.*``
+        column per parameter, …); a list of names gives those, in that order. ``frame.attrs["columns"]``
+        describes each column of the frame.
+
         Pooled shares are ratios of sums (``saved_share`` = Σ saved / Σ uncompacted input tokens,
-        ``needed_recall`` = Σ needed facts kept / Σ needed facts); ``steps_blocked`` counts calls at the
-        blocking limit. Rows keep the order of `configs`.
+        ``needed_recall`` = Σ needed references kept / Σ needed references); ``steps_blocked`` counts calls
+        at the blocking limit. Rows keep the order of `configs`.
+
+        Args:
+            by: ``"config"`` or ``"session"``.
+            metrics: the metric families to compute (``savings``, ``validity``, ``cost``, ``fidelity``).
+            columns: ``"default"``, ``"all"`` or column names.
         """
         from ..experiments.tables import cell_table, config_table
 
@@ -234,7 +345,10 @@ class Runs:
             table = table.sort_values(sort, kind="stable").drop(columns="_order").reset_index(drop=True)
             front = [c for c in ("label", "strategy", "config_hash") if c in table.columns]
             self._summaries[key] = table[[*front, *(c for c in table.columns if c not in front)]]
-        return self._summaries[key].copy()
+        full = self._summaries[key]
+        out = full[_summary_columns(full, columns)].copy()
+        out.attrs["columns"] = {c: describe_column(c) for c in out.columns}
+        return out
 
     @cached_property
     def plot(self) -> PlotAccessor:
@@ -317,17 +431,21 @@ class PlotAccessor:
             events = events[events["label"].isin(labels)] if events is not None else None
         return self._detach(plots.context_timeline(steps, events, title=title))
 
-    def pareto(self, x: str = "saved_share", y: str = "needed_recall") -> Figure:
-        """Savings vs fidelity per config, each strategy's Pareto front drawn."""
+    def pareto(self, x: str = "saved_share", y: str = "expected_recovery_tokens") -> Figure:
+        """Savings vs fidelity per config, each strategy's Pareto front drawn: by default the share of input
+        tokens saved against the expected re-acquired tokens (lower is better); ``y="needed_recall"`` plots
+        the references kept instead."""
         from ..reporting import plots
 
-        return self._detach(plots.pareto_front(self._runs.summary(), x=x, y=y))
+        return self._detach(plots.pareto_front(self._runs.summary(columns="all"), x=x, y=y))
 
     def cost_vs_savings(self, x: str = "saved_share", y: str = "cost_usd") -> Figure:
         """Simulated cost against the share of input tokens saved, per config."""
         from ..reporting import plots
 
-        return self._detach(plots.cost_vs_savings(self._runs.summary(metrics=("savings", "cost")), x=x, y=y))
+        return self._detach(
+            plots.cost_vs_savings(self._runs.summary(metrics=("savings", "cost"), columns="all"), x=x, y=y)
+        )
 
     def violations(self) -> Figure:
         """API-invariant violations per step, by strategy and rule."""
@@ -345,7 +463,7 @@ class PlotAccessor:
         of one strategy (default: the only one with several configs); other parameters averaged."""
         from ..reporting import plots
 
-        table = self._runs.summary()
+        table = self._runs.summary(columns="all")
         if strategy is None:
             counts = table["strategy"].value_counts()
             several = list(counts[counts > 1].index)

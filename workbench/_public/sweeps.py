@@ -78,7 +78,7 @@ def sweep(
     Example::
 
         runs = wb.sweep("experiments/smoke.yaml", store="results/smoke")
-        runs.summary()[["label", "saved_share", "needed_recall"]]
+        runs.summary()[["label", "saved_share", "expected_recovery_tokens"]]
     """
     from ..experiments.run import plan_for_sessions, plan_sessions, plan_sweep, run_sweep
 

@@ -26,13 +26,15 @@ _SUMMARY_COLUMNS = (
     "peak_context_tokens",
     "violation_rate",
     "compaction_violation_rate",
+    "expected_recovery_tokens",
     "needed_recall",
     "dropped_recall",
-    "expected_recovery_tokens",
     "cost_usd",
     "total_cost_usd",
 )
 _PROBE_COLUMNS = ("strategy", "config_hash", "sessions", "probes", "probe_score")
+#: The reference counts: shown after the expected recovery, the fidelity strategies are compared on.
+_REFERENCES = ("needed_recall", "dropped_recall")
 #: Shown with their 95% bootstrap interval over sessions: ``value [low, high]``.
 _WITH_CI = ("saved_share", "needed_recall", "expected_recovery_tokens", "cost_usd", "total_cost_usd", "probe_score")
 
@@ -89,7 +91,8 @@ def _differences(table: pd.DataFrame, baseline: str | None) -> list[str]:
         lines += [f"**Note:** {note}.", ""]
     if baseline is None or baseline not in names:
         return lines
-    diffs = paired_differences(table, baseline, [m for m in CI_METRICS if m in table.columns])
+    metrics = sorted((m for m in CI_METRICS if m in table.columns), key=lambda m: m in _REFERENCES)
+    diffs = paired_differences(table, baseline, metrics)
     if diffs.empty:
         return lines
     lines += [
@@ -166,8 +169,12 @@ def write_report(
         plots.save(fig, str(out / name))
         figures.append((name, caption))
 
-    if "needed_recall" in configs.columns:
-        keep("pareto.png", plots.pareto_front(configs), "Savings vs needed-fact recall, Pareto front per strategy")
+    if "expected_recovery_tokens" in configs.columns:
+        keep(
+            "pareto.png",
+            plots.pareto_front(configs),
+            "Savings vs expected re-acquired tokens (lower is better), Pareto front per strategy",
+        )
     rules = validity_rules(steps, events if len(events) else None) if len(steps) else pd.DataFrame()
     rules = rules[rules["scope"] == "step"] if len(rules) else rules
     keep(
@@ -195,7 +202,7 @@ def write_report(
         keys = [k for k in item.grid if len(item.grid[k]) > 1]
         if len(keys) >= 2:
             grid = configs[configs["strategy"] == item.name]
-            for value in ("saved_share", "needed_recall"):
+            for value in ("saved_share", "expected_recovery_tokens"):
                 if value in grid.columns:
                     name = f"heatmap-{item.name}-{value}.png"
                     keep(
@@ -233,7 +240,10 @@ def write_report(
         "",
         "`label` = the strategy and the parameters that differ from its defaults; `config_hash` joins with "
         "`configs.csv` (`config_json` and one `cfg.*` column per parameter). "
-        "Brackets: 95% bootstrap intervals over sessions.",
+        "`expected_recovery_tokens` = tokens the agent is expected to re-acquire after the compactions, the "
+        "fidelity to compare strategies on (lower is better); `needed_recall`/`dropped_recall` = references "
+        "kept (the files, commands, errors and instructions the compacted context still names, not their "
+        "content). Brackets: 95% bootstrap intervals over sessions.",
         "",
         *_differences(table, baseline),
         "## Plots",

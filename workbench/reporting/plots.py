@@ -162,20 +162,21 @@ def _intervals(ax: Any, group: pd.DataFrame, x: str, y: str, color: object) -> N
         )
 
 
-def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "needed_recall") -> Figure:
-    """Savings vs needed recall, one colour per strategy; the line is each strategy's Pareto front
-    (configs no other config of the strategy beats on both axes); bars are 95% intervals over sessions
-    when the frame has them."""
+def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "expected_recovery_tokens") -> Figure:
+    """Savings vs fidelity (by default the expected re-acquired tokens, lower is better), one colour per
+    strategy; the line is each strategy's Pareto front (configs no other config of the strategy beats on
+    both axes); bars are 95% intervals over sessions when the frame has them."""
     fig, ax = plt.subplots(figsize=(7, 5))
     data = configs.dropna(subset=[x, y]) if {x, y} <= set(configs.columns) else configs.iloc[0:0]
     per_config = len(data) <= MAX_LEGEND_CONFIGS
+    lower = y in LOWER_IS_BETTER
     for strategy, group in data.groupby("strategy", sort=True):
         _points(ax, group, x, y, str(strategy), per_config=per_config)
         _intervals(ax, group, x, y, "0.5" if per_config else ax.collections[-1].get_facecolor()[0])
-        ordered = group.sort_values([x, y], ascending=[False, False])
-        front, best, members = [], -np.inf, []
+        ordered = group.sort_values([x, y], ascending=[False, lower])
+        front, best, members = [], np.inf if lower else -np.inf, []
         for index, row in ordered.iterrows():
-            if row[y] > best:
+            if (row[y] < best) if lower else (row[y] > best):
                 front.append((row[x], row[y]))
                 members.append(index)
                 best = row[y]
@@ -184,8 +185,8 @@ def pareto_front(configs: pd.DataFrame, *, x: str = "saved_share", y: str = "nee
             ax.plot(xs, ys, linewidth=1, color="grey" if per_config else None)
         if not per_config:
             _annotate(ax, group.loc[members], x, y, str(strategy))
-    ax.set_xlabel("share of input tokens saved" if x == "saved_share" else x)
-    ax.set_ylabel("needed-fact recall" if y == "needed_recall" else y)
+    ax.set_xlabel(_AXIS_LABELS.get(x, x))
+    ax.set_ylabel(_AXIS_LABELS.get(y, y))
     ax.set_title("Savings vs fidelity (Pareto front per strategy)")
     if len(data):
         ax.legend(fontsize="x-small")
@@ -370,10 +371,13 @@ def tune_front(
     return fig
 
 
-#: Axis titles of the columns the tuning plots use.
+#: Fidelity and cost columns where less is better (the direction of a Pareto front along them).
+LOWER_IS_BETTER = frozenset({"expected_recovery_tokens", "expected_recovery_calls", "cost_usd", "total_cost_usd"})
+
+#: Axis titles of the columns the tuning and Pareto plots use.
 _AXIS_LABELS = {
     "saved_share": "share of input tokens saved",
-    "needed_recall": "needed-fact recall (higher is better)",
+    "needed_recall": "references kept, needed_recall (higher is better)",
     "expected_recovery_tokens": "expected re-acquired tokens (lower is better)",
     "cost_usd": "cost, USD",
     "total_cost_usd": "total cost incl. expected re-acquisition, USD",

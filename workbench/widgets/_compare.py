@@ -4,7 +4,9 @@ Results are labelled runs: ``{label: [ReplayResult, …]}`` (a label is a strate
 ``"sm-compact"`` or ``"sm-compact min_tokens=20k"``). `comparison_frames` turns them into the tidy
 ``steps``/``events`` frames of `workbench.metrics` (the label is the ``config_hash`` column, so two
 configs of one strategy stay apart); `comparison_table` pools `savings_sessions` and `validity_sessions`
-per label; `plot_timelines` draws one session. `StrategyComparison` only wires them to widgets.
+per label, and, given the sessions, the expected re-acquired tokens (`recovery_by_session`: the fidelity to
+compare strategies on, lower is better); `plot_timelines` draws one session. `StrategyComparison` only
+wires them to widgets.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from ..strategies import create
 from ..transcript.model import Session
 from ._names import session_html, session_text
 
-__all__ = ["StrategyComparison", "comparison_frames", "comparison_table", "plot_timelines", "run_comparison"]
+__all__ = [
+    "StrategyComparison",
+    "comparison_frames",
+    "comparison_table",
+    "plot_timelines",
+    "recovery_by_session",
+    "run_comparison",
+]
 
 Results = Mapping[str, Sequence[ReplayResult] | ReplayResult] | Sequence[ReplayResult]
 
@@ -83,16 +92,43 @@ _TABLE_COLUMNS = [
 ]
 
 
-def comparison_table(
-    steps: pd.DataFrame, events: pd.DataFrame | None = None, *, session_id: str | None = None
+#: Where the expected recovery goes in the table when it is given: the fidelity next to the savings.
+_RECOVERY = "expected_recovery_tokens"
+
+
+def recovery_by_session(
+    sessions: Iterable[Session] | Mapping[str, Session], steps: pd.DataFrame, events: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """One row per label: savings and validity pooled over sessions (or of one session)."""
+    """Expected re-acquired tokens per session × label (`workbench.metrics.expected_recovery`): the rows
+    `comparison_table` pools; null for a session that records no tool calls or is not in ``sessions``."""
+    from ..metrics._common import KEYS, session_map
+    from ..metrics.expected_recovery import expected_recovery, expected_recovery_sessions
+
+    by_id = session_map(sessions)
+    mine = steps[steps["session_id"].isin(by_id)]
+    if mine.empty:
+        return pd.DataFrame(columns=[*KEYS, _RECOVERY])
+    per_event = expected_recovery(by_id, events if events is not None and len(events) else pd.DataFrame(), mine)
+    return expected_recovery_sessions(per_event, mine, by_id)[[*KEYS, _RECOVERY]]
+
+
+def comparison_table(
+    steps: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    *,
+    session_id: str | None = None,
+    recovery: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One row per label: savings and validity pooled over sessions (or of one session), and with
+    ``recovery`` (`recovery_by_session`) the expected re-acquired tokens summed over them, right after
+    ``saved_share`` (null when no session of the label has an estimate)."""
+    columns = _columns(recovery is not None)
     if session_id is not None:
         steps = steps[steps["session_id"] == session_id]
         if events is not None and len(events):
             events = events[events["session_id"] == session_id]
     if steps.empty:
-        return pd.DataFrame(columns=_TABLE_COLUMNS)
+        return pd.DataFrame(columns=columns)
     ev = events if events is not None and len(events) else None
     saving = savings_sessions(steps, ev)
     valid = validity_sessions(steps, ev)
@@ -120,9 +156,20 @@ def comparison_table(
         pooled["input_tokens_without"] > 0
     )
     pooled["violation_rate"] = pooled["violating_steps"] / pooled["steps"].where(pooled["steps"] > 0)
+    if recovery is not None:
+        scope = recovery[recovery["session_id"].isin(set(steps["session_id"]))]
+        values = pd.to_numeric(scope[_RECOVERY], errors="coerce").groupby(scope["config_hash"]).sum(min_count=1)
+        pooled[_RECOVERY] = pooled["config_hash"].map(values)
     order = list(dict.fromkeys(steps["config_hash"]))
     pooled["_order"] = pooled["config_hash"].map({k: i for i, k in enumerate(order)})
-    return pooled.sort_values("_order")[_TABLE_COLUMNS].reset_index(drop=True)
+    return pooled.sort_values("_order")[columns].reset_index(drop=True)
+
+
+def _columns(with_recovery: bool) -> list[str]:
+    if not with_recovery:
+        return list(_TABLE_COLUMNS)
+    at = _TABLE_COLUMNS.index("saved_share") + 1
+    return [*_TABLE_COLUMNS[:at], _RECOVERY, *_TABLE_COLUMNS[at:]]
 
 
 def plot_timelines(steps: pd.DataFrame, session_id: str, labels: Sequence[str] | None = None, *, ax: Any = None) -> Any:
@@ -199,6 +246,8 @@ def _fmt(value: Any, column: str) -> str:
 #: carries the hash).
 _HIDDEN = ("config_hash",)
 _CELL = "padding:2px 8px;white-space:nowrap"
+#: Header tooltips: what a column means where its name does not say it.
+_TIPS = {_RECOVERY: "tokens the agent is expected to re-acquire after the compactions (lower is better)"}
 #: A box as wide as the output area that scrolls sideways when its table is wider. ``width:0`` keeps the
 #: table's width out of the widget's own size (ipywidgets' HTML widget is a flex row that would grow
 #: to it and cut it at the output area's edge); ``min-width:100%`` then fills the area.
@@ -209,7 +258,7 @@ def render_table(table: pd.DataFrame) -> str:
     """The comparison table as HTML (class ``wb-compare-table``), in a box that scrolls sideways when the
     table is wider than the output area; headers and labels never wrap."""
     columns = [c for c in table.columns if c not in _HIDDEN]
-    head = "".join(f"<th style='{_CELL};text-align:{_align(c)}'>{escape(c)}</th>" for c in columns)
+    head = "".join(f"<th style='{_CELL};text-align:{_align(c)}'{_tip(c)}>{escape(c)}</th>" for c in columns)
     rows = []
     for _, row in table.iterrows():
         cells = []
@@ -224,6 +273,10 @@ def render_table(table: pd.DataFrame) -> str:
     )
 
 
+def _tip(column: str) -> str:
+    return f" title='{escape(_TIPS[column])}'" if column in _TIPS else ""
+
+
 def _align(column: str) -> str:
     return "left" if column in ("label", "strategy") else "right"
 
@@ -232,16 +285,21 @@ class StrategyComparison:
     """Pick strategies/configs and a session; see the timelines and the metric table side by side.
 
     Args:
-        results: ``{label: [ReplayResult, …]}`` (see `run_comparison`) or a flat list of results (labelled
-            by strategy name).
+        results: ``{label: [ReplayResult, …]}`` (see `run_comparison`), a flat list of results (labelled
+            by strategy name) or a ``wb.replay`` result.
+        sessions: the replayed sessions, for the table's expected re-acquired tokens (a ``wb.replay``
+            result brings its own); without them the table has no fidelity column.
     """
 
-    def __init__(self, results: Results) -> None:
+    def __init__(self, results: Results, sessions: Iterable[Session] | Mapping[str, Session] | None = None) -> None:
         import ipywidgets as w
 
         self.steps, self.events = comparison_frames(results)
         if self.steps.empty:
             raise ValueError("no replay steps to compare")
+        if sessions is None:
+            sessions = getattr(results, "sessions", None)
+        self.recovery = recovery_by_session(sessions, self.steps, self.events) if sessions is not None else None
         labels = list(dict.fromkeys(self.steps["label"]))
         sizes = self.steps.groupby("session_id")["step"].max().sort_values(ascending=False)
         files = self._files()
@@ -282,7 +340,7 @@ class StrategyComparison:
     def current_table(self) -> pd.DataFrame:
         labels = list(self.pick.value)
         session = self.session.value if self.scope.value == "this session" else None
-        table = comparison_table(self.steps, self.events, session_id=session)
+        table = comparison_table(self.steps, self.events, session_id=session, recovery=self.recovery)
         return table[table["label"].isin(labels)].reset_index(drop=True)
 
     def update(self) -> None:
