@@ -224,6 +224,8 @@ class IncrementalCheck:
         self._content_at = content_at
         tail = merged[keep:]
         after = post_passes(tail, content_at) if keep and not any(map(is_whitespace_only_assistant, tail)) else []
+        if after and after[0].role == merged[keep - 1].role:
+            after = []  # the passes dropped the tail's head: its next message joins the one before the tail
         if not after:  # the passes change what comes before the tail: run them on the whole request
             keep, tail, after = 0, merged, post_passes(merged)
         same = next(
