@@ -1,8 +1,8 @@
-"""Tiny hand-built records for the memory and summary tests."""
+"""A hand-built debugging session shared by the memory and summary tests."""
 
 from __future__ import annotations
 
-from record_builders import CWD, assistant, call, result, say, thinking, user  # noqa: F401  (re-exported)
+from record_builders import CWD, assistant, result, say, tool_use, user
 
 from workbench.transcript.model import Record
 
@@ -11,12 +11,12 @@ def debugging_session() -> list[Record]:
     """A small session: a request, reads, a failing test run, a correction, a fix, a final answer."""
     return [
         user("Fix the failing date parser tests in the utils package please"),
-        assistant(call("t1", "Read", file_path=f"{CWD}/README.md")),
+        assistant(tool_use("t1", "Read", file_path=f"{CWD}/README.md")),
         result("t1", "1→# Utils\n2→\n3→## Testing\n4→Run pytest."),
-        assistant(call("t2", "Bash", command="pytest tests/test_dates.py", description="run tests")),
+        assistant(tool_use("t2", "Bash", command="pytest tests/test_dates.py", description="run tests")),
         result("t2", "FAILED tests/test_dates.py::test_iso - ValueError: bad month\n1 failed", is_error=True),
         assistant(
-            call(
+            tool_use(
                 "t3",
                 "Edit",
                 file_path=f"{CWD}/utils/dates.py",
@@ -26,10 +26,10 @@ def debugging_session() -> list[Record]:
         ),
         result("t3", "ok"),
         user("No, don't change parse_iso, fix the month table instead"),
-        assistant(call("t4", "Grep", pattern="MONTHS", path=f"{CWD}/utils")),
+        assistant(tool_use("t4", "Grep", pattern="MONTHS", path=f"{CWD}/utils")),
         result("t4", "utils/dates.py:3:MONTHS = [...]"),
         assistant(
-            call(
+            tool_use(
                 "t5",
                 "Edit",
                 file_path=f"{CWD}/utils/dates.py",
@@ -38,7 +38,7 @@ def debugging_session() -> list[Record]:
             )
         ),
         result("t5", "ok"),
-        assistant(call("t6", "Bash", command="pytest tests/test_dates.py")),
+        assistant(tool_use("t6", "Bash", command="pytest tests/test_dates.py")),
         result("t6", "3 passed"),
         say("All 3 date tests pass now: the month table was off by one."),
     ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from memory_records import CWD, debugging_session, say, user
+from memory_records import debugging_session
 from pydantic import ValidationError
+from record_builders import CWD, assistant, result, say, tool_use, user
 
 from workbench.memory.extractor import ExtractorConfig, MemoryExtractor, OfflineMemoryExtractor, extract
 from workbench.memory.template import SECTION_HEADINGS, SessionMemory, section_token_sizes
@@ -127,8 +128,6 @@ def test_real_sessions_incremental_extraction_respects_caps(main_sessions):
 
 
 def test_queued_prompts_and_question_answers_are_user_messages():
-    from memory_records import assistant, call, result
-
     from workbench.memory.extractor import collect_facts
     from workbench.transcript.model import Record
 
@@ -136,7 +135,7 @@ def test_queued_prompts_and_question_answers_are_user_messages():
     records = [
         user("Fix it"),
         queued,
-        assistant(call("q1", "AskUserQuestion", questions=[{"question": "Which branch?"}])),
+        assistant(tool_use("q1", "AskUserQuestion", questions=[{"question": "Which branch?"}])),
         result("q1", 'User has answered your questions: "Which branch?"="main"'),
         user("also update the docs"),  # the queued prompt delivered later is not listed twice
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from record_builders import assistant, call, result, say, user
+from record_builders import assistant, result, say, tool_use, user
 
 from workbench.metrics.expected_recovery import (
     content_carried,
@@ -32,20 +32,20 @@ B = "\n".join(f"   {n}→class Model{n}(Base):  pass  # model" for n in range(1,
 def _session(fmt: str = "claude-code") -> Session:
     records = [
         user("fix the parser"),
-        assistant(call("t1", "Read", file_path="/r/lib/app/a.py"), message_id="m1"),  # step 0
+        assistant(tool_use("t1", "Read", file_path="/r/lib/app/a.py"), message_id="m1"),  # step 0
         result("t1", A),
-        assistant(call("t2", "Read", file_path="/r/lib/app/b.py"), message_id="m2"),  # step 1
+        assistant(tool_use("t2", "Read", file_path="/r/lib/app/b.py"), message_id="m2"),  # step 1
         result("t2", B),
-        assistant(call("t3", "Bash", command="pytest -q"), message_id="m3"),  # step 2
+        assistant(tool_use("t3", "Bash", command="pytest -q"), message_id="m3"),  # step 2
         result("t3", "3 passed in 0.1s"),
         say("thinking about it", message_id="m4"),  # step 3: the compaction happens before this call
-        assistant(call("t5", "Read", file_path="/r/lib/app/a.py"), message_id="m5"),  # step 4
+        assistant(tool_use("t5", "Read", file_path="/r/lib/app/a.py"), message_id="m5"),  # step 4
         result("t5", A),
-        assistant(call("t6", "Read", file_path="/r/lib/app/a.py", offset=3), message_id="m6"),  # step 5
+        assistant(tool_use("t6", "Read", file_path="/r/lib/app/a.py", offset=3), message_id="m6"),  # step 5
         result("t6", A),
-        assistant(call("t7", "Read", file_path="/r/lib/app/b.py"), message_id="m7"),  # step 6
+        assistant(tool_use("t7", "Read", file_path="/r/lib/app/b.py"), message_id="m7"),  # step 6
         result("t7", B),
-        assistant(call("t8", "Bash", command="pytest -q"), message_id="m8"),  # step 7
+        assistant(tool_use("t8", "Bash", command="pytest -q"), message_id="m8"),  # step 7
         result("t8", "3 passed in 0.1s"),
         say("done", message_id="m9"),  # step 8
     ]

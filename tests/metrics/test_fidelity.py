@@ -4,13 +4,41 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from metric_records import assistant, parser_session, session, user
+from record_builders import assistant, result, session, text, tool_use, user
 
 from workbench.metrics import extract_facts, fidelity, fidelity_events, fidelity_sessions, section_coverage
 from workbench.metrics.fidelity import COMPACT_SECTIONS, reference_fidelity
 from workbench.replay import replay_frames, replay_sessions
 from workbench.strategies import create
 from workbench.strategies.base import Compaction, ContextView, Strategy, StrategyConfig
+from workbench.transcript import Session
+
+MODEL = "claude-opus-4-6"
+HAND = {"session_id": "hand"}
+
+
+def parser_session() -> Session:
+    """The fidelity docstring's worked example: r1-r3 then the call that uses app/parser.py again."""
+    return session(
+        [
+            user("Please fix the tokenizer bug reported yesterday in src/app/parser.py", uuid="r1", cwd=None, **HAND),
+            assistant(
+                tool_use("t1", "Bash", command="pytest tests/test_parser.py"),
+                message_id="m1",
+                uuid="a1",
+                model=MODEL,
+                **HAND,
+            ),
+            result("t1", "FAILED tests/test_parser.py::test_x - ValueError: bad", uuid="r3", **HAND),
+            assistant(
+                tool_use("t2", "Edit", file_path="/repo/src/app/parser.py", old_string="x", new_string="y"),
+                message_id="m2",
+                uuid="a2",
+                model=MODEL,
+                **HAND,
+            ),
+        ]
+    )
 
 
 def _event(**changes: Any) -> dict[str, Any]:
@@ -75,8 +103,8 @@ def test_section_coverage():
 def test_directive_presence_is_word_overlap():
     s = session(
         [
-            user("u1", "Never commit generated migrations directly"),
-            assistant("a1", "m1", [{"type": "text", "text": "ok"}]),
+            user("Never commit generated migrations directly", uuid="u1", cwd=None, **HAND),
+            assistant(text("ok"), message_id="m1", uuid="a1", model=MODEL, **HAND),
         ]
     )
     kept = fidelity_events(s, [_event(step=0, dropped_uuids=["u1"], summary="never commit migrations directly")])

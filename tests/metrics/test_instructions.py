@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pandas as pd
-from record_builders import assistant, call, result, say, user
+from record_builders import assistant, result, say, tool_use, user
 
 from workbench.metrics.instructions import (
     instructions,
@@ -36,7 +36,7 @@ def _recorded(later: str, summary: str = "Working on the webhook handler.") -> S
         user(f"Set up the project. {RULE} Run the tests with pytest."),
         say("ok", message_id="m1"),
         user(TASK),
-        assistant(call("t1", "Read", file_path="/repo/billing/webhooks.py"), message_id="m2"),
+        assistant(tool_use("t1", "Read", file_path="/repo/billing/webhooks.py"), message_id="m2"),
         result("t1", "def handle(event): ..."),
         _boundary(),
         user(summary, is_compact_summary=True),

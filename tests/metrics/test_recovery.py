@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cli_helpers import run_cli
-from record_builders import assistant, call, result, say, user
+from record_builders import assistant, result, say, tool_use, user
 
 from workbench.metrics.recovery import RECOVERY_COLUMNS, recovery
 from workbench.transcript import load_paths
@@ -20,7 +20,7 @@ def _boundary(uuid: str) -> Record:
 
 
 def _tool(n: int, name: str, content: str, **inputs: object) -> list[Record]:
-    return [assistant(call(f"t{n}", name, **inputs), message_id=f"m{n}"), result(f"t{n}", content)]
+    return [assistant(tool_use(f"t{n}", name, **inputs), message_id=f"m{n}"), result(f"t{n}", content)]
 
 
 def _session() -> Session:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from record_builders import assistant, call, result, say, user
+from record_builders import assistant, result, say, tool_use, user
 
 from workbench.metrics.acquisitions import acquisitions
 from workbench.metrics.carried import mentions
@@ -24,7 +24,7 @@ def _boundary() -> Record:
 
 
 def _tool(n: int, name: str, content: str, **inputs: Any) -> list[Record]:
-    return [assistant(call(f"t{n}", name, **inputs), message_id=f"m{n}"), result(f"t{n}", content)]
+    return [assistant(tool_use(f"t{n}", name, **inputs), message_id=f"m{n}"), result(f"t{n}", content)]
 
 
 def _session(before: dict[str, Any], after: dict[str, Any], tool: str = "Grep", content: str = HITS) -> Session:
@@ -107,7 +107,7 @@ def test_a_search_before_the_segment_before_is_not_compared():
     """Only the segment before the boundary counts; a repeat inside the segment after is not recovery."""
     session = _session({"pattern": "a"}, {"pattern": "b"})
     records = list(session.records)
-    records.insert(-1, assistant(call("t9", "Grep", pattern="b"), message_id="m9"))
+    records.insert(-1, assistant(tool_use("t9", "Grep", pattern="b"), message_id="m9"))
     records.insert(-1, result("t9", HITS))
     row = recovery([session.with_records(records)]).iloc[0]
     assert row["repeated_searches"] == 0

@@ -10,7 +10,8 @@ from pathlib import Path
 import anthropic
 import pytest
 from fake_anthropic import COUNT_PATH, FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
-from online_records import session, user
+from online_records import SESSION, session
+from record_builders import user
 
 from workbench.online import (
     API_KEY_ENV,
@@ -36,7 +37,7 @@ def test_missing_key_names_the_variable() -> None:
         get_client()
     summarizer = OnlineSummarizer()  # constructing needs no key
     with pytest.raises(MissingAPIKeyError, match="ANTHROPIC_API_KEY"):
-        summarizer.summarize([user("hi")])
+        summarizer.summarize([user("hi", session_id=SESSION)])
 
 
 def test_client_from_environment(fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,7 +48,7 @@ def test_client_from_environment(fake: FakeAnthropic, monkeypatch: pytest.Monkey
     explicit = fake.client()
     assert get_client(explicit) is explicit
     fake.reply = lambda body: [{"type": "text", "text": "<summary>ok</summary>"}]
-    assert OnlineSummarizer(cache=False).summarize([user("hi")]) == "<summary>ok</summary>"
+    assert OnlineSummarizer(cache=False).summarize([user("hi", session_id=SESSION)]) == "<summary>ok</summary>"
     assert sent_key(fake.calls()[0]) == FAKE_KEY
 
 
@@ -56,7 +57,7 @@ def test_retry_then_success(fake: FakeAnthropic, status: int, kind: str) -> None
     fake.fail(MESSAGES_PATH, status, kind, "try again", {"retry-after": "0"} if status == 429 else None)
     fake.reply = lambda body: [{"type": "text", "text": "<summary>fine</summary>"}]
     summarizer = OnlineSummarizer(client=fake.client(), retry=FAST)
-    assert summarizer.summarize([user("hi")]) == "<summary>fine</summary>"
+    assert summarizer.summarize([user("hi", session_id=SESSION)]) == "<summary>fine</summary>"
     assert len(fake.calls()) == 2 and summarizer.stats.requests == 1
 
 
@@ -69,7 +70,7 @@ def test_retries_are_bounded_with_backoff(fake: FakeAnthropic) -> None:
     )
     estimator._sleep = sleeps.append
     with pytest.raises(OnlineAPIError) as info:
-        estimator.count(user("hi"))
+        estimator.count(user("hi", session_id=SESSION))
     err = info.value
     assert err.status_code == 529 and err.error_type == "overloaded_error" and err.attempts == 3
     assert len(fake.calls()) == 3 and sleeps == [0.1, 0.2]
@@ -104,7 +105,7 @@ def test_api_key_never_leaks(fake: FakeAnthropic, caplog: pytest.LogCaptureFixtu
     for run in (
         lambda: summarizer.summarize(session()),
         lambda: extractor.extract(session()),
-        lambda: estimator.count(user("hi")),
+        lambda: estimator.count(user("hi", session_id=SESSION)),
     ):
         with pytest.raises(OnlineAPIError) as info:
             run()
@@ -118,8 +119,8 @@ def test_api_key_never_leaks(fake: FakeAnthropic, caplog: pytest.LogCaptureFixtu
             assert not _leaks(text)
     # successful calls write the cache; check it too
     fake.reply = lambda body: [{"type": "text", "text": "<summary>s</summary>"}]
-    summarizer.summarize([user("hi")])
-    estimator.count(user("hi"))
+    summarizer.summarize([user("hi", session_id=SESSION)])
+    estimator.count(user("hi", session_id=SESSION))
     for obj in (summarizer, extractor, estimator, client):
         assert not _leaks(repr(obj))
     files = list((cache_root() / "anthropic").rglob("*"))
@@ -190,7 +191,7 @@ def test_a_key_echoed_in_a_reply_is_stored_nowhere(fake: FakeAnthropic, monkeypa
     monkeypatch.setenv(API_KEY_ENV, FAKE_KEY)
     fake.reply = lambda body: [{"type": "text", "text": f"<summary>your key is {FAKE_KEY}</summary>"}]
     summarizer = OnlineSummarizer(client=fake.client(), retry=FAST)
-    summary = summarizer.summarize([user("hi")])
+    summary = summarizer.summarize([user("hi", session_id=SESSION)])
     assert not _leaks(summary) and "[REDACTED]" in summary
     files = [p for p in (cache_root() / "anthropic").rglob("*") if p.is_file()]
     assert files and not any(_leaks(p.read_text()) for p in files)

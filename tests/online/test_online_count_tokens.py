@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from fake_anthropic import COUNT_PATH, FAKE_KEY, FakeAnthropic, sent_key
-from online_records import assistant, call, result, say, session, user
+from online_records import SESSION, session
+from record_builders import assistant, result, say, tool_use, user
 
 from workbench.online import CountTokensEstimator, RetryPolicy
 from workbench.online.count_tokens import ESTIMATOR_NAME, baseline_messages, record_request
@@ -65,7 +66,7 @@ def test_round_trip_difference_against_baseline(fake: FakeAnthropic) -> None:
 
 
 def test_record_requests_pair_tool_blocks() -> None:
-    use = assistant(call("a1", "Read", file_path="/x"), call("a2", "Grep", pattern="y"))
+    use = assistant(tool_use("a1", "Read", file_path="/x"), tool_use("a2", "Grep", pattern="y"))
     messages = record_request(use)
     assert messages is not None and valid(messages)
     assert messages[2]["content"] == [
@@ -108,7 +109,7 @@ def test_a_synthetic_assistant_that_is_no_api_error_is_sent(fake: FakeAnthropic)
 
 
 def test_second_pass_is_free(fake: FakeAnthropic) -> None:
-    records = [user("hello"), say("hi there")]
+    records = [user("hello", session_id=SESSION), say("hi there")]
     first = _estimator(fake).count_many(records)
     n = len(fake.calls())
     again = _estimator(fake)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
-from online_records import CWD, SESSION, session, user
+from online_records import SESSION, session
+from record_builders import CWD, user
 
 from workbench.memory.extractor import MemoryExtractor
 from workbench.memory.template import SECTION_DESCRIPTIONS, SessionMemory
@@ -126,7 +127,7 @@ def test_failed_edit_goes_back_to_the_model(fake: FakeAnthropic) -> None:
 
 def test_no_edits_keeps_memory_and_cache_hit(fake: FakeAnthropic) -> None:
     fake.reply = lambda body: [{"type": "text", "text": "Nothing new."}]
-    records = [user("hello")]
+    records = [user("hello", session_id=SESSION)]
     assert _extractor(fake).extract(records) == SessionMemory.empty()
     again = _extractor(fake)
     assert again.extract(records) == SessionMemory.empty()

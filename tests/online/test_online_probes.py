@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 import pytest
 from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
-from online_records import SESSION, session, user
+from online_records import SESSION, session
+from record_builders import user
 
 from workbench.online import MissingAPIKeyError, OnlineAPIError, ResponseCache, RetryPolicy
 from workbench.probes import PROBE_KINDS, generate_probes, grade, parse_json_reply, probe_event
@@ -94,7 +95,7 @@ class _DropHead(Strategy):
         if view.step != 3:
             return None
         head, kept = view.records[:6], view.records[6:]
-        summary = replace(user(SUMMARY), uuid="summary-1", is_compact_summary=True)
+        summary = replace(user(SUMMARY, session_id=SESSION), uuid="summary-1", is_compact_summary=True)
         return Compaction(
             kind="drop-head",
             trigger="auto",

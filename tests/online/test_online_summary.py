@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 from fake_anthropic import FAKE_KEY, MESSAGES_PATH, FakeAnthropic, sent_key
-from online_records import CWD, assistant, call, result, session, user
+from online_records import SESSION, session
+from record_builders import CWD, assistant, result, tool_use, user
 
 from workbench.online import OnlineSummarizer, OnlineSummaryError, ResponseCache, RetryPolicy
 from workbench.online.summarizer import COMPACT_SYSTEM_PROMPT, CONVERSATION_TOO_LONG, NO_SUMMARY_ERROR
@@ -36,7 +37,7 @@ def test_round_trip_request_shape_and_raw_text(fake: FakeAnthropic) -> None:
         4,
         result("t1b", [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]),
     )
-    records.insert(4, assistant(call("t1b", "Read", file_path=f"{CWD}/shot.png"), message_id="m1b"))
+    records.insert(4, assistant(tool_use("t1b", "Read", file_path=f"{CWD}/shot.png"), message_id="m1b"))
     text = summarizer.summarize(records, custom_instructions="Focus on tests.")
     assert text == RAW  # raw: the caller formats it
     assert format_compact_summary(text).startswith("Summary:\n1. Primary Request and Intent:")
@@ -122,14 +123,14 @@ def test_prompt_too_long_out_of_retries(fake: FakeAnthropic) -> None:
 def test_no_text_is_an_error(fake: FakeAnthropic) -> None:
     fake.reply = lambda body: []
     with pytest.raises(OnlineSummaryError) as info:
-        _summarizer(fake).summarize([user("hi")])
+        _summarizer(fake).summarize([user("hi", session_id=SESSION)])
     assert str(info.value) == NO_SUMMARY_ERROR
 
 
 def test_thinking_can_be_kept(fake: FakeAnthropic) -> None:
     fake.reply = lambda body: [{"type": "text", "text": RAW}]
     records = [
-        user("q"),
+        user("q", session_id=SESSION),
         assistant(
             Block("thinking", {"type": "thinking", "thinking": "t", "signature": "s"}),
             Block.text_block("a"),

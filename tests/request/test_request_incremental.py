@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
-from api_records import assistant, system, text, thinking, tool_result, tool_use, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from record_builders import assistant, system, text, thinking, tool_result, tool_use, user
 
 from workbench.request.incremental import IncrementalCheck
 from workbench.request.normalize import MessageMemo, normalize
@@ -71,7 +71,7 @@ def a_record(draw: Callable) -> Record:
             st.sampled_from(["text", "use", "text+use", "two uses", "thinking", "thinking+text", "server", "empty"])
         )
         msg_id = draw(st.sampled_from(["A", "B", "C", "D", "E"]))
-        return assistant(msg_id, *_blocks(draw, shape, ids))
+        return assistant(*_blocks(draw, shape, ids), message_id=msg_id)
     other = draw(st.sampled_from(["local", "system", "boundary", "synthetic", "virtual", "no id"]))
     if other == "local":
         return system("local_command", "<command-name>/cost</command-name>")
@@ -80,7 +80,7 @@ def a_record(draw: Callable) -> Record:
     if other == "boundary":
         return Record("system", uuid="b", subtype="compact_boundary")
     if other == "synthetic":
-        return assistant("Z", text("API Error"), model="<synthetic>", is_api_error=True)
+        return assistant(text("API Error"), message_id="Z", model="<synthetic>", is_api_error=True)
     if other == "virtual":
         return user(text("virtual"), raw={"isVirtual": True})
     return Record("assistant", uuid="n", role="assistant", blocks=(), has_content=False)
@@ -128,19 +128,25 @@ def test_the_cases_the_tail_alone_cannot_decide() -> None:
     """Hand-made: a thinking-only message kept by content appended later, then left waiting when that
     content goes; a whitespace-only response between two user messages (merged again); an empty
     response that stops being the last message; a request that empties."""
-    prompt, wait = user(text("go")), assistant("A", thinking())
-    content = assistant("A", text("answer"))
+    prompt, wait = user(text("go")), assistant(thinking(), message_id="A")
+    content = assistant(text("answer"), message_id="A")
     steps = [
         [prompt, wait, user(text("more"))],
         [prompt, wait, user(text("more")), content],
         [prompt, wait, user(text("more")), content, user(text("again"))],
         [prompt, wait, user(text("more"))],
-        [prompt, assistant("B", text(" ")), user(text("x")), assistant("C", text("y"))],
-        [prompt, assistant("B", text(" ")), user(text("x")), assistant("C", text("y")), user(text("z"))],
-        [prompt, assistant("E")],
-        [prompt, assistant("E"), user(text("after"))],
+        [prompt, assistant(text(" "), message_id="B"), user(text("x")), assistant(text("y"), message_id="C")],
+        [
+            prompt,
+            assistant(text(" "), message_id="B"),
+            user(text("x")),
+            assistant(text("y"), message_id="C"),
+            user(text("z")),
+        ],
+        [prompt, assistant(message_id="E")],
+        [prompt, assistant(message_id="E"), user(text("after"))],
         [],
-        [assistant("F", tool_use("t1")), user(tool_result("t1"))],
+        [assistant(tool_use("t1"), message_id="F"), user(tool_result("t1"))],
     ]
     check = IncrementalCheck()
     for context in steps:

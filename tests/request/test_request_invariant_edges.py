@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from api_records import assistant, system, text, thinking, tool_result, tool_use, user
+from record_builders import assistant, system, text, thinking, tool_result, tool_use, user
 
 from workbench.request import adjust_for_thinking, adjust_to_api_invariants, validate
 from workbench.request.invariants import explain_adjustment
@@ -30,9 +30,9 @@ def test_a_kept_tool_use_pairs_its_result_even_when_an_earlier_response_reused_t
     so an earlier response that (invalidly) reused the id does not pull the start back."""
     records = [
         user("go"),
-        assistant("A", tool_use("dup")),  # 1: an earlier use of the same id
+        assistant(tool_use("dup"), message_id="A"),  # 1: an earlier use of the same id
         user(tool_result("dup")),
-        assistant("B", tool_use("dup")),  # 3: the kept use
+        assistant(tool_use("dup"), message_id="B"),  # 3: the kept use
         user(tool_result("dup")),  # 4: its kept result
     ]
     assert adjust_to_api_invariants(records, 3) == 3
@@ -44,7 +44,12 @@ def test_a_kept_tool_use_pairs_its_result_even_when_an_earlier_response_reused_t
 def test_a_result_whose_tool_use_is_nowhere_leaves_the_start_where_it_is() -> None:
     """A tool_result orphaned by an earlier compaction: the backward walk reaches index 0, finds nothing,
     and stops there (the reference walks while ``needed`` is non-empty *and* ``i >= 0``)."""
-    records = [user("go"), assistant("A", text("a")), user(tool_result("gone")), assistant("B", text("b"))]
+    records = [
+        user("go"),
+        assistant(text("a"), message_id="A"),
+        user(tool_result("gone")),
+        assistant(text("b"), message_id="B"),
+    ]
     adjustment = explain_adjustment(records, 2)
     assert (adjustment.pair_start, adjustment.start, adjustment.moves) == (2, 2, ())
 
@@ -54,18 +59,23 @@ def test_only_kept_assistant_records_pull_their_message_id_siblings() -> None:
     happens to carry an id pulls nothing back."""
     records = [
         user("go"),
-        assistant("X", text("first part")),  # 1
+        assistant(text("first part"), message_id="X"),  # 1
         user("more", message_id="X"),  # 2: a user record with the same id
-        assistant("Y", text("y")),
+        assistant(text("y"), message_id="Y"),
     ]
     assert adjust_to_api_invariants(records, 2) == 2
     # an assistant sibling of the same response does pull it back
-    sibling = [*records[:2], assistant("X", text("second part")), records[3]]
+    sibling = [*records[:2], assistant(text("second part"), message_id="X"), records[3]]
     assert adjust_to_api_invariants(sibling, 2) == 1
 
 
 def test_a_start_past_the_end_keeps_nothing_and_is_returned_unchanged() -> None:
-    records = [user("go"), assistant("A", thinking()), assistant("A", tool_use("a")), user(tool_result("a"))]
+    records = [
+        user("go"),
+        assistant(thinking(), message_id="A"),
+        assistant(tool_use("a"), message_id="A"),
+        user(tool_result("a")),
+    ]
     for start in (len(records), len(records) + 3):
         assert explain_adjustment(records, start) == explain_adjustment(records[:0], start)
         assert explain_adjustment(records, start).start == start
@@ -78,12 +88,12 @@ def test_only_the_thinking_rule_moves_a_cut_not_another_rule_at_the_first_kept_m
     kept message (here a tool_use id used twice, ``messages.1.content.2``) is not a reason to move."""
     records = [
         user("go"),
-        assistant("A", thinking(), tool_use("a")),  # 1
+        assistant(thinking(), tool_use("a"), message_id="A"),  # 1
         user(tool_result("a")),
-        assistant("B", text("b"), tool_use("b"), tool_use("b")),  # 3
+        assistant(text("b"), tool_use("b"), tool_use("b"), message_id="B"),  # 3
         user(tool_result("b")),
         user("please continue"),
-        assistant("C", text("done")),
+        assistant(text("done"), message_id="C"),
     ]
     violations = validate(cut_request(records, 3), thinking=True)
     assert [(v.rule, v.location) for v in violations] == [("duplicate_tool_use_id", "messages.1.content.2")]
@@ -96,11 +106,11 @@ def test_a_tool_reference_beside_tool_results_does_not_make_a_loop_prompt() -> N
     on past it and the cut moves back to the thinking response T."""
     records = [
         user("do it"),
-        assistant("T", thinking(), tool_use("t")),  # 1
+        assistant(thinking(), tool_use("t"), message_id="T"),  # 1
         user(tool_result("t")),
-        assistant("A", text("a"), tool_use("a")),  # 3
+        assistant(text("a"), tool_use("a"), message_id="A"),  # 3
         user(tool_result("a"), {"type": "tool_reference", "tool_name": "mcp__x"}),  # 4
-        assistant("B", text("b"), tool_use("b")),  # 5
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 5
         user(tool_result("b")),
     ]
     assert rules(records, 5) == {RULE}
@@ -113,11 +123,11 @@ def test_the_nearest_thinking_response_wins_even_when_the_loop_opens_without_thi
     request from the loop's prompt is rejected too), yet the cut at C passes, so C is the answer."""
     records = [
         user("go"),
-        assistant("B", text("b"), tool_use("b")),  # 1
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 1
         user(tool_result("b")),
-        assistant("C", thinking(), tool_use("c")),  # 3
+        assistant(thinking(), tool_use("c"), message_id="C"),  # 3
         user(tool_result("c")),
-        assistant("D", text("d"), tool_use("d")),  # 5
+        assistant(text("d"), tool_use("d"), message_id="D"),  # 5
         user(tool_result("d")),
     ]
     assert rules(records, 0) == {RULE}
@@ -129,11 +139,11 @@ def test_responses_without_message_id_are_each_their_own_response() -> None:
     """Id-less records (other formats) are not one response: the nearest thinking one is the cut."""
     records = [
         user("go"),
-        assistant(None, thinking(), tool_use("x")),  # 1
+        assistant(thinking(), tool_use("x"), message_id=None),  # 1
         user(tool_result("x")),
-        assistant(None, thinking(), tool_use("y")),  # 3
+        assistant(thinking(), tool_use("y"), message_id=None),  # 3
         user(tool_result("y")),
-        assistant(None, text("z"), tool_use("z")),  # 5
+        assistant(text("z"), tool_use("z"), message_id=None),  # 5
         user(tool_result("z")),
     ]
     assert adjust_to_api_invariants(records, 5) == 5
@@ -144,9 +154,9 @@ def test_responses_without_message_id_are_each_their_own_response() -> None:
 def test_without_a_boundary_the_cut_may_move_to_index_zero() -> None:
     """The floor is 0 without a compact boundary: a context that opens with the loop's thinking response."""
     records = [
-        assistant("A", thinking(), text("plan"), tool_use("a")),  # 0
+        assistant(thinking(), text("plan"), tool_use("a"), message_id="A"),  # 0
         user(tool_result("a")),
-        assistant("B", text("b"), tool_use("b")),  # 2
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 2
         user(tool_result("b")),
     ]
     assert rules(records, 2) == {RULE} and rules(records, 0) == set()
@@ -156,10 +166,10 @@ def test_without_a_boundary_the_cut_may_move_to_index_zero() -> None:
 def test_a_boundary_right_before_the_cut_is_the_floor() -> None:
     records = [
         user("go"),
-        assistant("A", thinking(), tool_use("a")),  # 1
+        assistant(thinking(), tool_use("a"), message_id="A"),  # 1
         user(tool_result("a")),
         boundary(),  # 3
-        assistant("B", text("b"), tool_use("b")),  # 4
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 4
         user(tool_result("b")),
     ]
     assert rules(records, 4) == {RULE} and rules(records, 1) == set()
@@ -169,10 +179,10 @@ def test_a_boundary_right_before_the_cut_is_the_floor() -> None:
 def test_a_boundary_at_index_one_is_the_floor() -> None:
     """A boundary at index 1 bounds the move like any other (the floor search reaches index 0)."""
     records = [
-        assistant("A", thinking(), tool_use("a")),  # 0
+        assistant(thinking(), tool_use("a"), message_id="A"),  # 0
         boundary(),  # 1
         user(tool_result("a")),  # 2: orphaned by a compaction without the pairing adjustment
-        assistant("B", text("b"), tool_use("b")),  # 3
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 3
         user(tool_result("b")),
     ]
     assert rules(records, 3) == {RULE} and rules(records, 0) == set()
@@ -183,12 +193,12 @@ def test_a_boundary_two_records_before_the_cut_is_the_floor() -> None:
     """The floor search visits every record before the cut, not every other one."""
     records = [
         user("go"),
-        assistant("A", thinking(), tool_use("a")),  # 1
+        assistant(thinking(), tool_use("a"), message_id="A"),  # 1
         user(tool_result("a")),
         boundary(),  # 3
-        assistant("B", text("b"), tool_use("b")),  # 4
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 4
         user(tool_result("b")),
-        assistant("C", text("c"), tool_use("c")),  # 6
+        assistant(text("c"), tool_use("c"), message_id="C"),  # 6
         user(tool_result("c")),
     ]
     assert rules(records, 1) == set()
@@ -199,10 +209,10 @@ def test_the_floor_is_the_record_after_the_boundary_not_before_it() -> None:
     """A thinking response just before the boundary stays out of reach."""
     records = [
         user("go"),
-        assistant("A", thinking(), tool_use("a")),  # 1
+        assistant(thinking(), tool_use("a"), message_id="A"),  # 1
         boundary(),  # 2
         user(tool_result("a")),  # 3: orphaned
-        assistant("B", text("b"), tool_use("b")),  # 4
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 4
         user(tool_result("b")),
     ]
     assert rules(records, 4) == {RULE} and rules(records, 1) == set()
@@ -213,13 +223,13 @@ def _orphaned_after_boundary() -> list[Record]:
     """A context compacted without the pairing adjustment (``sm-compact-naive``): the result of Q's
     tool_use survived the boundary, its use did not."""
     return [
-        assistant("Q", thinking(), tool_use("q")),  # 0
+        assistant(thinking(), tool_use("q"), message_id="Q"),  # 0
         boundary(),  # 1
-        assistant("F", thinking(), tool_use("f")),  # 2: the first response after the floor
+        assistant(thinking(), tool_use("f"), message_id="F"),  # 2: the first response after the floor
         user(tool_result("q")),  # 3: orphaned
-        assistant("R", thinking(), tool_use("r")),  # 4
+        assistant(thinking(), tool_use("r"), message_id="R"),  # 4
         user(tool_result("f"), tool_result("r")),  # 5
-        assistant("S", text("s"), tool_use("s")),  # 6
+        assistant(text("s"), tool_use("s"), message_id="S"),  # 6
         user(tool_result("s")),
     ]
 
@@ -233,7 +243,7 @@ def test_a_candidate_at_the_floor_is_accepted_and_one_past_it_never() -> None:
     assert adjust_to_api_invariants(records, 2) == 0
     assert adjust_for_thinking(records, 6) == 2
     # with the orphan kept by R's candidate, every candidate crosses the floor: the cut stays
-    crossing = [*records[:3], user(tool_result("f")), assistant("R", thinking(), tool_use("r")),
+    crossing = [*records[:3], user(tool_result("f")), assistant(thinking(), tool_use("r"), message_id="R"),
                 user(tool_result("q"), tool_result("r")), *records[6:]]  # fmt: skip
     assert adjust_to_api_invariants(crossing, 4) == 0
     assert RULE not in rules(crossing, 0)  # crossing would pass the thinking rule: the floor alone forbids it

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
-from api_records import assistant, text, thinking, tool_result, tool_use, user
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from record_builders import assistant, text, thinking, tool_result, tool_use, user
 
 from workbench.request import normalize, validate
 from workbench.request.invariants import adjust_to_api_invariants
@@ -22,9 +22,9 @@ def test_worked_example_thinking_then_two_split_tool_uses() -> None:
     """§2.5: N=[thinking], N+1=[tool_use A], N+2=[tool_use B] share id X, N+3 holds both results."""
     records = [
         user("q"),
-        assistant("X", thinking()),
-        assistant("X", tool_use("A")),
-        assistant("X", tool_use("B")),
+        assistant(thinking(), message_id="X"),
+        assistant(tool_use("A"), message_id="X"),
+        assistant(tool_use("B"), message_id="X"),
         user(tool_result("A"), tool_result("B")),
     ]
     assert adjust_to_api_invariants(records, 3) == 1
@@ -32,12 +32,17 @@ def test_worked_example_thinking_then_two_split_tool_uses() -> None:
 
 def test_worked_example_thinking_then_tool_use_then_result() -> None:
     """§2.5: thinking at N, tool_use at N+1, result at N+2; start=N+1 moves to N."""
-    records = [user("q"), assistant("X", thinking()), assistant("X", tool_use("A")), user(tool_result("A"))]
+    records = [
+        user("q"),
+        assistant(thinking(), message_id="X"),
+        assistant(tool_use("A"), message_id="X"),
+        user(tool_result("A")),
+    ]
     assert adjust_to_api_invariants(records, 2) == 1
 
 
 def test_keeping_nothing_or_everything_is_not_adjusted() -> None:
-    records = [user("q"), assistant("X", tool_use("A")), user(tool_result("A"))]
+    records = [user("q"), assistant(tool_use("A"), message_id="X"), user(tool_result("A"))]
     assert adjust_to_api_invariants(records, 0) == 0
     assert adjust_to_api_invariants(records, 3) == 3
 
@@ -45,8 +50,8 @@ def test_keeping_nothing_or_everything_is_not_adjusted() -> None:
 def test_results_of_every_kept_record_count_not_only_the_first() -> None:
     records = [
         user("q"),
-        assistant("X", tool_use("A")),
-        assistant("Y", tool_use("B")),
+        assistant(tool_use("A"), message_id="X"),
+        assistant(tool_use("B"), message_id="Y"),
         user(text("interjection")),
         user(tool_result("A")),
     ]
@@ -55,12 +60,12 @@ def test_results_of_every_kept_record_count_not_only_the_first() -> None:
 
 def test_sibling_set_is_not_extended_during_the_walk() -> None:
     records = [
-        assistant("Z", text("z")),
-        assistant("Y", text("y1")),
+        assistant(text("z"), message_id="Z"),
+        assistant(text("y1"), message_id="Y"),
         user("q"),
-        assistant("X", thinking()),
-        assistant("Y", text("y2")),
-        assistant("X", text("x")),
+        assistant(thinking(), message_id="X"),
+        assistant(text("y2"), message_id="Y"),
+        assistant(text("x"), message_id="X"),
     ]
     assert adjust_to_api_invariants(records, 5) == 3
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api_records import assistant, system, text, thinking, tool_result, tool_use, user
+from record_builders import assistant, system, text, thinking, tool_result, tool_use, user
 
 from workbench.strategies.keep_window import calculate_messages_to_keep_index, keep_window
 from workbench.tokens.estimators import get_estimator
@@ -10,7 +10,7 @@ from workbench.tokens.estimators import get_estimator
 
 def chat(n: int) -> list:
     """n alternating user/assistant text messages (every one a text-block message)."""
-    return [user(text(f"u{i}")) if i % 2 == 0 else assistant(f"m{i}", text(f"a{i}")) for i in range(n)]
+    return [user(text(f"u{i}")) if i % 2 == 0 else assistant(text(f"a{i}"), message_id=f"m{i}") for i in range(n)]
 
 
 def test_empty_list_keeps_from_zero() -> None:
@@ -47,10 +47,10 @@ def test_floor_is_last_compact_boundary_plus_one() -> None:
 def test_adjustment_pulls_start_back_over_a_split_tool_use() -> None:
     records = [
         user("q"),
-        assistant("X", thinking()),
-        assistant("X", tool_use("t")),
+        assistant(thinking(), message_id="X"),
+        assistant(tool_use("t"), message_id="X"),
         user(tool_result("t")),
-        assistant("Y", text("done")),
+        assistant(text("done"), message_id="Y"),
     ]
     window = keep_window(records, 2, min_tokens=1, min_text_block_messages=1, counts=[5] * 5)
     assert (window.naive_start, window.start) == (3, 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api_records import assistant, system, text, thinking, tool_result, tool_use, user
+from record_builders import assistant, system, text, thinking, tool_result, tool_use, user
 
 from workbench.request import normalize
 from workbench.transcript.model import Record
@@ -15,10 +15,10 @@ def shapes(records: list[Record]) -> list[tuple[str, list[str | None]]]:
 def test_split_thinking_then_two_tool_uses_is_rejoined_across_interleaved_results() -> None:
     records = [
         user("go"),
-        assistant("X", thinking()),
-        assistant("X", tool_use("t1")),
+        assistant(thinking(), message_id="X"),
+        assistant(tool_use("t1"), message_id="X"),
         user(tool_result("t1")),
-        assistant("X", tool_use("t2")),
+        assistant(tool_use("t2"), message_id="X"),
         user(tool_result("t2")),
     ]
     request = normalize(records)
@@ -48,11 +48,11 @@ def test_unsent_records_are_dropped_and_local_command_becomes_user() -> None:
         Record("progress", uuid="p"),
         system("turn_duration", "3s"),
         system("compact_boundary", "Conversation compacted"),
-        assistant("E", text("API Error: 529"), model="<synthetic>", is_api_error=True),
+        assistant(text("API Error: 529"), message_id="E", model="<synthetic>", is_api_error=True),
         user("virtual", raw={"isVirtual": True}),
         Record("file-history-snapshot"),
         system("local_command", "<local-command-stdout>ok</local-command-stdout>"),
-        assistant("A", text("done")),
+        assistant(text("done"), message_id="A"),
     ]
     request = normalize(records)
     assert [(m.role, [b.get("text") for b in m.content]) for m in request.messages] == [
@@ -67,11 +67,11 @@ def test_only_a_synthetic_api_error_is_dropped() -> None:
     rule dropped either)."""
     records = [
         user("hi"),
-        assistant("S", text("[Request interrupted by user]"), model="<synthetic>"),
+        assistant(text("[Request interrupted by user]"), message_id="S", model="<synthetic>"),
         user("go on"),
-        assistant("F", text("boom"), is_api_error=True),
+        assistant(text("boom"), message_id="F", is_api_error=True),
         user("again"),
-        assistant("E", text("API Error: 529"), model="<synthetic>", is_api_error=True),
+        assistant(text("API Error: 529"), message_id="E", model="<synthetic>", is_api_error=True),
     ]
     assert [b.get("text") for m in normalize(records).messages if m.role == "assistant" for b in m.content] == [
         "[Request interrupted by user]",
@@ -80,19 +80,19 @@ def test_only_a_synthetic_api_error_is_dropped() -> None:
 
 
 def test_same_id_walk_stops_at_a_real_user_message() -> None:
-    records = [user("q"), assistant("X", text("a")), user("more"), assistant("X", text("b"))]
+    records = [user("q"), assistant(text("a"), message_id="X"), user("more"), assistant(text("b"), message_id="X")]
     assert [m.role for m in normalize(records).messages] == ["user", "assistant", "user", "assistant"]
 
 
 def test_late_sibling_is_rejoined_past_other_responses_and_new_ids_are_appended() -> None:
     records = [
         user("q"),
-        assistant("X", tool_use("t1")),
+        assistant(tool_use("t1"), message_id="X"),
         user(tool_result("t1")),
-        assistant("Y", tool_use("t2")),
+        assistant(tool_use("t2"), message_id="Y"),
         user(tool_result("t2")),
-        assistant("X", text("late")),
-        assistant("Z", text("new")),
+        assistant(text("late"), message_id="X"),
+        assistant(text("new"), message_id="Z"),
     ]
     assert [(m.role, m.message_id, m.block_types()) for m in normalize(records).messages] == [
         ("user", None, ["text"]),
@@ -105,34 +105,36 @@ def test_late_sibling_is_rejoined_past_other_responses_and_new_ids_are_appended(
 
 
 def test_tool_use_keeps_only_api_fields() -> None:
-    request = normalize([user("q"), assistant("X", tool_use("t", caller="x")), user(tool_result("t"))])
+    request = normalize(
+        [user("q"), assistant({**tool_use("t"), "caller": "x"}, message_id="X"), user(tool_result("t"))]
+    )
     assert set(request.messages[1].content[0]) == {"type", "id", "name", "input"}
 
 
 def test_orphaned_thinking_only_message_is_dropped_without_remerging_users() -> None:
-    records = [user("q"), assistant("X", thinking()), user("next"), assistant("Y", text("a"))]
+    records = [user("q"), assistant(thinking(), message_id="X"), user("next"), assistant(text("a"), message_id="Y")]
     assert shapes(records) == [("user", ["text"]), ("user", ["text"]), ("assistant", ["text"])]
 
 
 def test_trailing_thinking_is_stripped_from_final_assistant() -> None:
-    records = [user("q"), assistant("X", text("a"), thinking())]
+    records = [user("q"), assistant(text("a"), thinking(), message_id="X")]
     assert shapes(records)[-1] == ("assistant", ["text"])
 
 
 def test_whitespace_only_assistant_is_dropped_and_users_remerged() -> None:
-    records = [user("q"), assistant("X", text("\n\n")), user("r")]
+    records = [user("q"), assistant(text("\n\n"), message_id="X"), user("r")]
     assert shapes(records) == [("user", ["text", "text"])]
 
 
 def test_is_error_tool_result_keeps_only_text() -> None:
     content = [text("bad"), {"type": "image", "source": {}}]
-    records = [user("q"), assistant("X", tool_use("t")), user(tool_result("t", content, is_error=True))]
+    records = [user("q"), assistant(tool_use("t"), message_id="X"), user(tool_result("t", content, is_error=True))]
     block = normalize(records).messages[2].content[0]
     assert block["content"] == [text("bad")]
 
 
 def test_to_api_round_trips_plain_dicts() -> None:
-    api = normalize([user("q"), assistant("X", text("a"))]).to_api()
+    api = normalize([user("q"), assistant(text("a"), message_id="X")]).to_api()
     assert api == [{"role": "user", "content": [text("q")]}, {"role": "assistant", "content": [text("a")]}]
 
 
@@ -159,6 +161,6 @@ def test_a_memo_gives_the_request_normalize_builds_without_one(claude_sessions: 
         assert normalize(masked, memo=memo) == expected
     assert hits > 10_000  # the memo was used, not only filled
     assert all(memo[key][0] is not None and id(memo[key][0]) == key for key in memo)
-    sent = [user("go"), assistant("A", text("x"), tool_use("a")), user(tool_result("a"))]
+    sent = [user("go"), assistant(text("x"), tool_use("a"), message_id="A"), user(tool_result("a"))]
     assert normalize(sent, memo=memo) == normalize(sent)
     assert normalize([system("hello")], memo=memo) == normalize([system("hello")])

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from api_records import assistant, text, tool_result, tool_use, user
+from record_builders import assistant, text, tool_result, tool_use, user
 
 from workbench.request import normalize, repair, validate
 from workbench.request.repair import MISSING_RESULT_TEXT, ORPHAN_TEXT
 
 
 def test_intact_request_is_returned_unchanged() -> None:
-    request = normalize([user("q"), assistant("X", tool_use("t")), user(tool_result("t"))])
+    request = normalize([user("q"), assistant(tool_use("t"), message_id="X"), user(tool_result("t"))])
     assert repair(request) == (request, [])
 
 
 def test_orphaned_leading_result_becomes_placeholder_text() -> None:
-    request = normalize([user(tool_result("gone")), assistant("X", text("a"))])
+    request = normalize([user(tool_result("gone")), assistant(text("a"), message_id="X")])
     fixed, repairs = repair(request)
     assert [r.kind for r in repairs] == ["orphaned_tool_result"]
     assert fixed.messages[0].content == (text(ORPHAN_TEXT),)
@@ -23,7 +23,7 @@ def test_orphaned_leading_result_becomes_placeholder_text() -> None:
 
 def test_missing_result_is_synthesized_and_unexpected_removed() -> None:
     request = normalize(
-        [user("q"), assistant("X", tool_use("a"), tool_use("b")), user(tool_result("a"), tool_result("zz"))]
+        [user("q"), assistant(tool_use("a"), tool_use("b"), message_id="X"), user(tool_result("a"), tool_result("zz"))]
     )
     fixed, repairs = repair(request)
     assert sorted(r.kind for r in repairs) == ["synthetic_tool_result", "unexpected_tool_result"]
@@ -35,9 +35,9 @@ def test_missing_result_is_synthesized_and_unexpected_removed() -> None:
 def test_duplicate_tool_use_is_removed_and_emptied_assistant_marked() -> None:
     records = [
         user("q"),
-        assistant("X", tool_use("a")),
+        assistant(tool_use("a"), message_id="X"),
         user(tool_result("a")),
-        assistant("Y", tool_use("a")),
+        assistant(tool_use("a"), message_id="Y"),
         user(tool_result("a")),
     ]
     fixed, repairs = repair(normalize(records))
@@ -47,13 +47,13 @@ def test_duplicate_tool_use_is_removed_and_emptied_assistant_marked() -> None:
 
 
 def test_final_assistant_with_tool_use_gets_a_meta_result_message() -> None:
-    fixed, repairs = repair(normalize([user("q"), assistant("X", text("a"), tool_use("t"))]))
+    fixed, repairs = repair(normalize([user("q"), assistant(text("a"), tool_use("t"), message_id="X")]))
     assert [r.kind for r in repairs] == ["synthetic_tool_result"]
     assert fixed.messages[-1].role == "user" and fixed.messages[-1].is_meta
 
 
 def test_emptied_next_user_becomes_no_content() -> None:
-    request = normalize([user("q"), assistant("X", text("a")), user(tool_result("t"))])
+    request = normalize([user("q"), assistant(text("a"), message_id="X"), user(tool_result("t"))])
     fixed, repairs = repair(request)
     assert [r.kind for r in repairs] == ["unexpected_tool_result", "inserted_no_content"]
     assert fixed.messages[-1].content == (text("(no content)"),)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from api_records import assistant, system, text, thinking, tool_result, tool_use, user
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from record_builders import assistant, system, text, thinking, tool_result, tool_use, user
 from test_request_invariants import _rename, _units
 
 from workbench.request import adjust_for_thinking, adjust_to_api_invariants, normalize, validate
@@ -40,11 +40,11 @@ def loop(*responses: list[Record]) -> list[Record]:
 def test_mid_loop_cut_moves_back_to_the_nearest_thinking_response() -> None:
     """[summary, X[text, tool_use], result] is the request the reference cut leaves: rejected with thinking."""
     records = loop(
-        [assistant("A", thinking()), assistant("A", tool_use("a"))],  # 1, 2 (result 3)
-        [assistant("B", text("next"), tool_use("b"))],  # 4 (5)
-        [assistant("C", thinking()), assistant("C", text("c"), tool_use("c"))],  # 6, 7 (8)
-        [assistant("D", text("more"), tool_use("d"))],  # 9 (10)
-        [assistant("E", text("again"), tool_use("e"))],  # 11 (12)
+        [assistant(thinking(), message_id="A"), assistant(tool_use("a"), message_id="A")],  # 1, 2 (result 3)
+        [assistant(text("next"), tool_use("b"), message_id="B")],  # 4 (5)
+        [assistant(thinking(), message_id="C"), assistant(text("c"), tool_use("c"), message_id="C")],  # 6, 7 (8)
+        [assistant(text("more"), tool_use("d"), message_id="D")],  # 9 (10)
+        [assistant(text("again"), tool_use("e"), message_id="E")],  # 11 (12)
     )
     for cut in (11, 12):
         assert adjust_to_api_invariants(records, cut) == 11
@@ -62,8 +62,12 @@ def test_mid_loop_cut_moves_back_to_the_nearest_thinking_response() -> None:
 def test_whitespace_text_before_thinking_counts_as_opening_with_thinking() -> None:
     """v2.1.39 streams a "\\n\\n" text block before thinking; validate.py skips it, so does the adjustment."""
     records = loop(
-        [assistant("A", text("\n\n")), assistant("A", thinking()), assistant("A", tool_use("a"))],  # 1-3 (4)
-        [assistant("B", text("b"), tool_use("b"))],  # 5 (6)
+        [
+            assistant(text("\n\n"), message_id="A"),
+            assistant(thinking(), message_id="A"),
+            assistant(tool_use("a"), message_id="A"),
+        ],  # 1-3 (4)
+        [assistant(text("b"), tool_use("b"), message_id="B")],  # 5 (6)
     )
     assert adjust_for_thinking(records, 5) == 1
     assert rules(records, 1) == set()
@@ -71,12 +75,15 @@ def test_whitespace_text_before_thinking_counts_as_opening_with_thinking() -> No
 
 def test_cut_after_the_loop_prompt_or_outside_a_loop_is_not_moved() -> None:
     records = [
-        *loop([assistant("A", thinking(), tool_use("a"))], [assistant("B", text("b"), tool_use("b"))]),
-        assistant("C", text("done")),
+        *loop(
+            [assistant(thinking(), tool_use("a"), message_id="A")],
+            [assistant(text("b"), tool_use("b"), message_id="B")],
+        ),
+        assistant(text("done"), message_id="C"),
         user("next question"),
-        assistant("D", thinking(), tool_use("d")),
+        assistant(thinking(), tool_use("d"), message_id="D"),
         user(tool_result("d")),
-        assistant("E", text("e"), tool_use("e")),
+        assistant(text("e"), tool_use("e"), message_id="E"),
         user(tool_result("e")),
     ]
     # The trailing loop starts at "next question" (6): cuts up to its first response D keep it whole.
@@ -85,14 +92,16 @@ def test_cut_after_the_loop_prompt_or_outside_a_loop_is_not_moved() -> None:
     # Inside it, E lacks thinking and pulls back to D.
     assert adjust_for_thinking(records, 9) == adjust_for_thinking(records, 10) == 7
     # A request that does not end in tool_results is not subject to the rule.
-    ended = [*records, assistant("F", text("finished"))]
+    ended = [*records, assistant(text("finished"), message_id="F")]
     assert adjust_for_thinking(ended, 9) == 9
 
 
 def test_without_a_thinking_response_in_the_loop_nothing_is_gained_so_nothing_moves() -> None:
     """Cutting at the loop's prompt would open with the loop's first response, itself thinking-less: the
     violation does not depend on the cut, so the reference cut is kept."""
-    records = loop([assistant("A", text("a"), tool_use("a"))], [assistant("B", text("b"), tool_use("b"))])
+    records = loop(
+        [assistant(text("a"), tool_use("a"), message_id="A")], [assistant(text("b"), tool_use("b"), message_id="B")]
+    )
     assert adjust_for_thinking(records, 3) == 3
     assert rules(records, 3) == rules(records, 0) == {RULE}
 
@@ -100,23 +109,23 @@ def test_without_a_thinking_response_in_the_loop_nothing_is_gained_so_nothing_mo
 def test_never_past_the_last_compact_boundary() -> None:
     """The floor of the backward scan (docs §2.4) bounds the move: A lies before the boundary."""
     records = [
-        *loop([assistant("A", thinking(), tool_use("a"))]),  # 0-2
+        *loop([assistant(thinking(), tool_use("a"), message_id="A")]),  # 0-2
         system("compact_boundary", "Conversation compacted"),  # 3
-        assistant("B", text("b"), tool_use("b")),  # 4
+        assistant(text("b"), tool_use("b"), message_id="B"),  # 4
         user(tool_result("b")),
-        assistant("C", thinking(), tool_use("c")),  # 6
+        assistant(thinking(), tool_use("c"), message_id="C"),  # 6
         user(tool_result("c")),
-        assistant("D", text("d"), tool_use("d")),  # 8
+        assistant(text("d"), tool_use("d"), message_id="D"),  # 8
         user(tool_result("d")),
     ]
     assert adjust_for_thinking(records, 8) == 6
     # Nothing between the floor and the cut opens with thinking: the reference cut stays.
-    no_thinking = [*records[:6], assistant("C", text("c"), tool_use("c")), *records[7:]]
+    no_thinking = [*records[:6], assistant(text("c"), tool_use("c"), message_id="C"), *records[7:]]
     assert adjust_for_thinking(no_thinking, 8) == 8
 
 
 def test_keeping_nothing_or_everything_is_not_adjusted() -> None:
-    records = loop([assistant("A", text("a"), tool_use("a"))])
+    records = loop([assistant(text("a"), tool_use("a"), message_id="A")])
     assert adjust_for_thinking(records, 0) == 0
     assert adjust_for_thinking(records, len(records)) == len(records)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api_records import assistant, text, thinking, tool_result, tool_use, user
+from record_builders import assistant, text, thinking, tool_result, tool_use, user
 
 from workbench.request import ApiMessage, Request, normalize, original_thinking_blocks, validate
 
@@ -12,12 +12,14 @@ def rules(request: Request, **kw: object) -> list[tuple[str, str]]:
 
 
 def test_valid_tool_loop_has_no_violations() -> None:
-    records = [user("q"), assistant("X", thinking(), tool_use("t")), user(tool_result("t"))]
+    records = [user("q"), assistant(thinking(), tool_use("t"), message_id="X"), user(tool_result("t"))]
     assert validate(normalize(records), thinking=True) == []
 
 
 def test_tool_result_without_tool_use_wording() -> None:
-    (v,) = validate(normalize([user("q"), assistant("X", text("a")), user(tool_result("toolu_1"), text("b"))]))
+    (v,) = validate(
+        normalize([user("q"), assistant(text("a"), message_id="X"), user(tool_result("toolu_1"), text("b"))])
+    )
     assert v.rule == "tool_result_without_tool_use"
     assert v.location == "messages.2.content.0"
     assert v.message == (
@@ -27,7 +29,7 @@ def test_tool_result_without_tool_use_wording() -> None:
 
 
 def test_tool_use_without_tool_result_wording_names_every_id() -> None:
-    request = normalize([user("q"), assistant("X", tool_use("a"), tool_use("b")), user("next")])
+    request = normalize([user("q"), assistant(tool_use("a"), tool_use("b"), message_id="X"), user("next")])
     (v,) = validate(request)
     assert (v.rule, v.location) == ("tool_use_without_tool_result", "messages.1")
     assert v.message == (
@@ -40,9 +42,9 @@ def test_tool_use_without_tool_result_wording_names_every_id() -> None:
 def test_duplicate_tool_use_id_wording() -> None:
     records = [
         user("q"),
-        assistant("X", tool_use("a")),
+        assistant(tool_use("a"), message_id="X"),
         user(tool_result("a")),
-        assistant("Y", text("x"), tool_use("a")),
+        assistant(text("x"), tool_use("a"), message_id="Y"),
         user(tool_result("a")),
     ]
     (v,) = validate(normalize(records))
@@ -52,9 +54,9 @@ def test_duplicate_tool_use_id_wording() -> None:
 def test_final_tool_loop_must_start_with_thinking() -> None:
     records = [
         user("q"),
-        assistant("X", text("let me"), tool_use("a")),
+        assistant(text("let me"), tool_use("a"), message_id="X"),
         user(tool_result("a")),
-        assistant("Y", thinking(), tool_use("b")),
+        assistant(thinking(), tool_use("b"), message_id="Y"),
         user(tool_result("b")),
     ]
     (v,) = validate(normalize(records), thinking=True)
@@ -72,9 +74,9 @@ def test_a_loop_opened_by_the_first_response_after_a_compaction_is_exempt() -> N
     the loop; the rule exempts it when named in ``fresh_responses``, and only it: a kept response is not."""
     records = [
         user("summary of the earlier conversation"),
-        assistant("X", tool_use("a")),
+        assistant(tool_use("a"), message_id="X"),
         user(tool_result("a")),
-        assistant("Y", tool_use("b")),
+        assistant(tool_use("b"), message_id="Y"),
         user(tool_result("b")),
     ]
     request = normalize(records)
@@ -86,17 +88,17 @@ def test_a_loop_opened_by_the_first_response_after_a_compaction_is_exempt() -> N
 
 
 def test_thinking_rule_skips_a_leading_whitespace_text_block() -> None:
-    records = [user("q"), assistant("X", text("\n\n"), thinking(), tool_use("a")), user(tool_result("a"))]
+    records = [user("q"), assistant(text("\n\n"), thinking(), tool_use("a"), message_id="X"), user(tool_result("a"))]
     assert validate(normalize(records), thinking=True) == []
 
 
 def test_thinking_rule_does_not_apply_when_last_user_message_has_text() -> None:
-    records = [user("q"), assistant("X", tool_use("a")), user(tool_result("a")), user("new prompt")]
+    records = [user("q"), assistant(tool_use("a"), message_id="X"), user(tool_result("a")), user("new prompt")]
     assert validate(normalize(records), thinking=True) == []
 
 
 def test_modified_thinking_in_latest_assistant_message() -> None:
-    records = [user("q"), assistant("X", thinking("orig"), text("a"), uuid="a1")]
+    records = [user("q"), assistant(thinking("orig"), text("a"), message_id="X", uuid="a1")]
     originals = original_thinking_blocks(records)
     changed = Request(
         (normalize(records).messages[0], ApiMessage("assistant", (thinking("edited"), text("a")), ("a1",)))
@@ -154,7 +156,10 @@ def test_thinking_violations_are_validates_own_for_every_cut_of_the_real_corpus(
         records = session.records
         requests += [cut_request(records, cut) for cut in range(0, len(records) + 1, 7)]
         requests += [cut_request(records, cut, end) for cut, end in ((0, 40), (10, 80), (30, 200))]
-    for first in (assistant("A", text("x"), tool_use("a")), assistant("A", thinking(), tool_use("a"))):
+    for first in (
+        assistant(text("x"), tool_use("a"), message_id="A"),
+        assistant(thinking(), tool_use("a"), message_id="A"),
+    ):
         requests.append(normalize([user("go"), first, user(tool_result("a"))]))
     flagged = 0
     for request in requests:

@@ -11,7 +11,7 @@ import itertools
 import pytest
 from helpers import view_of  # also puts tests/replay on sys.path
 from pydantic import ValidationError
-from record_builders import assistant, call, result, say, thinking, user
+from record_builders import assistant, result, say, thinking, tool_use, user
 from synthetic import make_session
 
 from workbench.metrics.guarantees import longest_ineffective_run
@@ -43,7 +43,7 @@ def loop(n: int, prefix: str = "") -> list[Record]:
     for i in range(n):
         out += [
             assistant(thinking(f"plan {i}"), message_id=f"{prefix}m{i}"),
-            assistant(call(f"{prefix}t{i}", "Bash", command=f"run {i}"), message_id=f"{prefix}m{i}"),
+            assistant(tool_use(f"{prefix}t{i}", "Bash", command=f"run {i}"), message_id=f"{prefix}m{i}"),
             result(f"{prefix}t{i}", f"output {i} " + "x" * 400),
         ]
     return [*out, assistant(thinking("done?"), message_id=f"{prefix}end"), say("done", message_id=f"{prefix}end")]
@@ -79,7 +79,15 @@ def test_threshold_compaction_cost_is_one_iteration_of_the_same_request_over_the
 
 
 def test_pausing_lets_the_client_reinsert_the_last_messages_after_the_block() -> None:
-    chat = [user("q0"), say("a0", "m0"), user("q1"), say("a1", "m1"), user("q2"), say("a2", "m2"), user("q3")]
+    chat = [
+        user("q0"),
+        say("a0", message_id="m0"),
+        user("q1"),
+        say("a1", message_id="m1"),
+        user("q2"),
+        say("a2", message_id="m2"),
+        user("q3"),
+    ]
     strategy = create("server-compact", {"pause_after_compaction": True, "keep_messages": 3})
     result_ = strategy.compact(view(chat, tokens=150_000), strategy.new_state())
     kinds = [r.kind for r in result_.records]
@@ -98,10 +106,10 @@ def test_reinserted_messages_are_api_messages_not_records() -> None:
     chat = [
         user("q0"),
         assistant(thinking("t0"), message_id="m0"),
-        say("a0", "m0"),
+        say("a0", message_id="m0"),
         user("q1"),
         assistant(thinking("t1"), message_id="m1"),
-        say("a1", "m1"),
+        say("a1", message_id="m1"),
         user("q2"),
     ]
     strategy = create("server-compact", {"pause_after_compaction": True, "keep_messages": 3})
@@ -190,7 +198,7 @@ def test_background_block_arrives_after_the_configured_calls_and_no_second_reque
     second = [*first, user("more")]
     assert strategy.compact(view(second, usage=160_000, step=1), state) is None
     assert state.sent is sent  # the limit is still passed: no new request while one is pending
-    third = [*second, say("ok", "c0"), user("again")]
+    third = [*second, say("ok", message_id="c0"), user("again")]
     result_ = strategy.compact(view(third, usage=160_000, step=2), state)
     assert result_ is not None and uuids(result_.records[2:]) == uuids(third[len(first) :])
 
@@ -208,7 +216,7 @@ def test_background_block_is_not_swapped_in_front_of_a_response_without_thinking
     state = strategy.new_state()
     first = [*loop(2, "a")[:-2]]  # inside the tool loop, after a tool result
     strategy.compact(view(first, usage=150_001), state)
-    bare = [*first, assistant(call("u1", "Bash", command="ls"), message_id="bare"), result("u1", "ok")]
+    bare = [*first, assistant(tool_use("u1", "Bash", command="ls"), message_id="bare"), result("u1", "ok")]
     assert strategy.compact(view(bare, usage=150_200, step=1), state) is None
     assert isinstance(state, BackgroundState) and state.discarded == 1 and state.sent is None
     # with thinking leading the first kept response the same swap is made
@@ -217,7 +225,7 @@ def test_background_block_is_not_swapped_in_front_of_a_response_without_thinking
     led = [
         *first,
         assistant(thinking("next"), message_id="led"),
-        assistant(call("u1", "Bash", command="ls"), message_id="led"),
+        assistant(tool_use("u1", "Bash", command="ls"), message_id="led"),
         result("u1", "ok"),
     ]
     result_ = strategy.compact(view(led, usage=150_200, step=1), state)
@@ -238,7 +246,7 @@ def test_sdk_compaction_control_drops_the_response_that_triggered_it_and_summari
     recs = [
         *loop(2)[:-2],
         assistant(thinking("look at a.py"), message_id="last"),
-        assistant(call("t9", "Read", path="a.py"), message_id="last"),
+        assistant(tool_use("t9", "Read", path="a.py"), message_id="last"),
         result("t9", "code"),
         user("also check b.py"),
     ]

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 from helpers import view_of
 from pydantic import ValidationError
+from record_builders import developer, text, user
 from synthetic import make_session
 
 from workbench.metrics.guarantees import longest_ineffective_run
@@ -23,14 +24,6 @@ from workbench.synthetic.shapes import Shape, shaped_session
 from workbench.transcript import Block, Record
 
 BOTH = ["codex", "codex-remote"]
-
-
-def user(uuid: str, text: str) -> Record:
-    return Record(kind="user", role="user", uuid=uuid, blocks=(Block.text_block(text),), has_content=True)
-
-
-def developer(uuid: str, text: str) -> Record:
-    return Record(kind="system", role="developer", uuid=uuid, blocks=(Block.text_block(text),), has_content=True)
 
 
 def words(tag: str, tokens: int) -> str:
@@ -117,10 +110,10 @@ def test_tool_calls_and_assistant_messages_are_dropped(name: str) -> None:
 # ------------------------------------------------------------------ local compaction (compact.rs)
 def test_local_keeps_the_newest_user_messages_within_20k_and_truncates_the_one_at_the_edge() -> None:
     oldest, old, middle, newest = (
-        user("u0", words("OLDEST", 500)),
-        user("u1", words("OLD", 7_500)),
-        user("u2", words("MID", 10_000)),
-        user("u3", words("NEW", 4_000)),
+        user(text(words("OLDEST", 500)), uuid="u0"),
+        user(text(words("OLD", 7_500)), uuid="u1"),
+        user(text(words("MID", 10_000)), uuid="u2"),
+        user(text(words("NEW", 4_000)), uuid="u3"),
     )
     result = run("codex", [oldest, old, middle, newest], tokens=180_000)
     first, *rest, summary = result.records
@@ -134,7 +127,11 @@ def test_local_keeps_the_newest_user_messages_within_20k_and_truncates_the_one_a
 
 
 def test_local_budget_exactly_spent_keeps_whole_messages_and_nothing_older() -> None:
-    recs = [user("u0", words("A", 1)), user("u1", words("B", 12_000)), user("u2", words("C", 8_000))]
+    recs = [
+        user(text(words("A", 1)), uuid="u0"),
+        user(text(words("B", 12_000)), uuid="u1"),
+        user(text(words("C", 8_000)), uuid="u2"),
+    ]
     result = run("codex", recs, tokens=180_000)
     assert [r.uuid for r in result.records[:-1]] == ["u1", "u2"]
     assert result.records[0] is recs[1] and not result.details["truncated_user_message"]
@@ -143,13 +140,13 @@ def test_local_budget_exactly_spent_keeps_whole_messages_and_nothing_older() -> 
 
 
 def test_local_keeps_the_initial_context_and_skips_context_messages_and_earlier_summaries() -> None:
-    agents = user("c0", "# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nuse pytest\n</INSTRUCTIONS>")
-    env_old = user("c1", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")
+    agents = user(text("# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nuse pytest\n</INSTRUCTIONS>"), uuid="c0")
+    env_old = user(text("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"), uuid="c1")
     recs = session_records(turns=2, tools=1)
-    earlier = user("s0", f"{SUMMARY_PREFIX}\nwhat happened before")
-    env_new = user("c2", "<ENVIRONMENT_CONTEXT>\n  <cwd>/w/sub</cwd>\n</ENVIRONMENT_CONTEXT>")
+    earlier = user(text(f"{SUMMARY_PREFIX}\nwhat happened before"), uuid="s0")
+    env_new = user(text("<ENVIRONMENT_CONTEXT>\n  <cwd>/w/sub</cwd>\n</ENVIRONMENT_CONTEXT>"), uuid="c2")
     everything = [
-        developer("d0", "<permissions instructions>"),
+        developer("<permissions instructions>", uuid="d0"),
         agents,
         env_old,
         *recs[:3],
@@ -177,7 +174,7 @@ def test_local_collects_user_messages_as_text() -> None:
 def test_local_overflow_drops_the_oldest_items_from_the_summary_input_and_retries() -> None:
     """A compaction request above the window loses its oldest item per retry; the user messages still come
     from the whole history; with one item left and still too big the compaction fails."""
-    recs = [user(f"u{i}", f"MARK{i} " + "y" * 9_590) for i in range(5)]  # 2,400 rough tokens each
+    recs = [user(text(f"MARK{i} " + "y" * 9_590), uuid=f"u{i}") for i in range(5)]  # 2,400 rough tokens each
     config = {"context_window": 10_000}
     small = run("codex", recs[:4], config)  # 9,600 + the prompt fit: nothing trimmed
     assert small.details["trimmed_items"] == 0 and "MARK0" in small.summary
@@ -193,10 +190,10 @@ def test_local_overflow_drops_the_oldest_items_from_the_summary_input_and_retrie
 # ------------------------------------------------------------------ remote v2 (compact_remote_v2.rs)
 def test_remote_retains_user_messages_within_64k() -> None:
     oldest, old, middle, newest = (
-        user("u0", words("OLDEST", 100)),
-        user("u1", words("OLD", 30_000)),
-        user("u2", words("MID", 30_000)),
-        user("u3", words("NEW", 10_000)),
+        user(text(words("OLDEST", 100)), uuid="u0"),
+        user(text(words("OLD", 30_000)), uuid="u1"),
+        user(text(words("MID", 30_000)), uuid="u2"),
+        user(text(words("NEW", 10_000)), uuid="u3"),
     )
     result = run("codex-remote", [oldest, old, middle, newest], tokens=180_000)
     first, *rest, item = result.records
@@ -211,7 +208,7 @@ def test_remote_retains_user_messages_within_64k() -> None:
 
 
 def test_remote_drops_developer_and_context_messages_from_the_retained_ones() -> None:
-    recs = [developer("d0", "dev"), user("c0", "<environment_context>cwd=/w</environment_context>")]
+    recs = [developer("dev", uuid="d0"), user(text("<environment_context>cwd=/w</environment_context>"), uuid="c0")]
     recs += session_records(turns=2, tools=1)
     result = run("codex-remote", recs, tokens=180_000)
     assert [r.uuid for r in result.records[:-1]] == ["c0", "u0", "u1"]  # c0 re-injected as initial context

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import view_of
-from record_builders import assistant, call, result, user
+from record_builders import assistant, result, tool_use, user
 
 import workbench.replay.reproduction as reproduction
 from workbench.replay.engine import replay_session
@@ -46,7 +46,7 @@ def _results(*tokens: int, names: tuple[str, ...] = ("Bash",)) -> list[Record]:
     """A prompt, then one call per result of ``tokens`` tokens (chars/4), tools cycling through ``names``."""
     records = [user("go")]
     for n, size in enumerate(tokens):
-        records.append(assistant(call(f"t{n}", names[n % len(names)], command="x"), message_id=f"m{n}"))
+        records.append(assistant(tool_use(f"t{n}", names[n % len(names)], command="x"), message_id=f"m{n}"))
         records.append(result(f"t{n}", "x" * (4 * size)))
     return records
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers import view_of
-from record_builders import assistant, call, user
+from record_builders import assistant, tool_use, user
 
 from workbench.strategies.microcompact import (
     TimeBasedConfig,
@@ -26,7 +26,7 @@ def _loop(*sizes: int, persisted: bool = False) -> list[Record]:
     )
     return [
         user("go"),
-        assistant(*(call(i, "Bash", command="ls") for i in ids), message_id="A"),
+        assistant(*(tool_use(i, "Bash", command="ls") for i in ids), message_id="A"),
         Record(kind="user", role="user", blocks=results, has_content=True),
     ]
 

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from helpers import view_of
-from record_builders import call, result, user
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "request"))
-
-from api_records import assistant, system, text, tool_result, tool_use
-from api_records import user as api_user
+from record_builders import assistant, result, system, text, tool_result, tool_use, user
 
 from workbench.memory import ExtractionTrigger
 from workbench.memory.template import SessionMemory
@@ -30,8 +22,8 @@ text_block = Block.text_block
 
 def _loop(n: int, *, at: str = "2026-01-01T00:00:00Z") -> list[Record]:
     """A prompt, one response calling Bash ``n`` times, the ``n`` results (each 100 chars/4 tokens)."""
-    calls = tuple(call(f"t{i}", "Bash", command=f"step {i}") for i in range(n))
-    response = Record("assistant", role="assistant", message_id="a", has_content=True, timestamp=at, blocks=calls)
+    calls = tuple(tool_use(f"t{i}", "Bash", command=f"step {i}") for i in range(n))
+    response = assistant(*calls, message_id="a", timestamp=at)
     return [user("go"), response, *(result(f"t{i}", "x" * 400) for i in range(n))]
 
 
@@ -97,7 +89,7 @@ def test_warning_and_blocking_edges() -> None:
 
 # ---------------------------------------------------------------- keep window (docs §2.4)
 def test_the_floor_is_the_last_of_two_boundaries() -> None:
-    chat = [api_user(text("q")), assistant("m", text("a"))]
+    chat = [user(text("q")), assistant(text("a"), message_id="m")]
     records = [*chat, system("compact_boundary"), *chat, system("compact_boundary"), *chat]
     window = keep_window(records, -1, min_tokens=10_000, counts=[10] * len(records))
     assert window.naive_start == 6  # not 3 (first boundary + 1), not 0
@@ -110,12 +102,12 @@ def test_boundary_records_in_the_kept_tail_are_filtered_out() -> None:
     state = new_sm_state(config)
     state.memory = SessionMemory.from_contents({"Current State": "testing"})
     records = [
-        api_user("old"),
-        assistant("m1", text("a1")),
+        user("old"),
+        assistant(text("a1"), message_id="m1"),
         system("compact_boundary"),
-        api_user("new"),
-        assistant("m2", text("a2")),
-        assistant("m3", text("a3")),
+        user("new"),
+        assistant(text("a2"), message_id="m2"),
+        assistant(text("a3"), message_id="m3"),
     ]
     state.trigger.last_summarized_message_id = records[1].uuid
     compaction = sm_compaction(view_of(records), state, config, adjust=True)
@@ -129,14 +121,16 @@ def test_tool_calls_are_counted_strictly_after_the_last_memory_message() -> None
     """The message whose uuid is ``lastMemoryMessageUuid`` itself is not counted: its 3 tool calls do not
     make ``toolOK`` true again."""
     trigger = ExtractionTrigger()
-    response = assistant("X", tool_use("a"), tool_use("b"), tool_use("c"))
-    messages = [api_user(text("q")), response]
+    response = assistant(tool_use("a"), tool_use("b"), tool_use("c"), message_id="X")
+    messages = [user(text("q")), response]
     assert trigger.observe(messages, tokens=20_000).extracted
     assert trigger.last_memory_message_uuid == response.uuid
-    later = [*messages, api_user(tool_result("a"), tool_result("b"), tool_result("c"))]
-    assert not trigger.observe([*later, assistant("Y", tool_use("d"), tool_use("e"))], tokens=30_000).extracted
+    later = [*messages, user(tool_result("a"), tool_result("b"), tool_result("c"))]
+    assert not trigger.observe(
+        [*later, assistant(tool_use("d"), tool_use("e"), message_id="Y")], tokens=30_000
+    ).extracted
     assert trigger.observe(
-        [*later, assistant("Y", tool_use("d"), tool_use("e"), tool_use("f"))], tokens=30_000
+        [*later, assistant(tool_use("d"), tool_use("e"), tool_use("f"), message_id="Y")], tokens=30_000
     ).extracted
 
 
@@ -170,7 +164,7 @@ def test_a_manual_compact_skips_the_size_check() -> None:
     strategy = create("sm-compact-reference", {"min_tokens": 0, "min_text_block_messages": 3})
     state = strategy.new_state()
     state.memory = SessionMemory.from_contents({"Current State": "testing"})
-    records = [api_user("q"), *(assistant(f"m{i}", text("abcd" * 1000)) for i in range(3))]
+    records = [user("q"), *(assistant(text("abcd" * 1000), message_id=f"m{i}") for i in range(3))]
     view = view_of(records, tokens=10)
     compaction = strategy.compact_manual(view, state)
     assert compaction.kind == "sm-compact" and compaction.trigger == "manual" and not compaction.fallbacks
@@ -200,10 +194,10 @@ def test_last_api_response_and_the_slice_after_the_last_boundary() -> None:
         usage={"input_tokens": 99},
         blocks=(text_block("No response requested."),),
     )
-    assert token_count_from_last_api_response([api_user("q"), real, fake, api_user("x")]) == 17
-    assert token_count_from_last_api_response([api_user("q")]) is None
+    assert token_count_from_last_api_response([user("q"), real, fake, user("x")]) == 17
+    assert token_count_from_last_api_response([user("q")]) is None
     b1, b2 = system("compact_boundary"), system("compact_boundary")
-    records = [api_user("a"), b1, api_user("b"), b2, api_user("c")]
+    records = [user("a"), b1, user("b"), b2, user("c")]
     assert messages_after_compact_boundary(records) == records[3:]
     assert messages_after_compact_boundary(records[:1]) == records[:1]
 
@@ -227,25 +221,18 @@ def test_estimator_registry_and_tiktoken() -> None:
         estimators.register_estimator("claude-rough", estimators.ClaudeRough)
     with pytest.raises(ValueError, match="unknown estimator 'nope'"):
         estimators.get_estimator("nope")
-    records = [api_user("hello world"), assistant("m", text("abcdefgh"))]
+    records = [user("hello world"), assistant(text("abcdefgh"), message_id="m")]
     assert estimators.total(estimators.get_estimator("claude-rough"), records) == 3 + 2
     tiktoken = estimators.TiktokenEstimator("o200k_base")
     assert tiktoken.name == "tiktoken:o200k_base"
-    assert tiktoken.count(api_user("")) == 0 and tiktoken.count(records[0]) == 2
+    assert tiktoken.count(user("")) == 0 and tiktoken.count(records[0]) == 2
     assert repr(tiktoken) == "<estimator tiktoken:o200k_base>"
 
 
 # ---------------------------------------------------------------- survivors of the first `make mutation` run
 def test_only_compactable_tools_are_cleared() -> None:
     """``COMPACTABLE_TOOLS``: a TodoWrite result is never cleared, whatever its age."""
-    todo = Record(
-        "assistant",
-        role="assistant",
-        message_id="t",
-        has_content=True,
-        timestamp="2026-01-01T00:00:00Z",
-        blocks=(call("todo", "TodoWrite", todos=[]),),
-    )
+    todo = assistant(tool_use("todo", "TodoWrite", todos=[]), message_id="t", timestamp="2026-01-01T00:00:00Z")
     records = [*_loop(2), todo, result("todo", "y" * 400)]
     compaction = time_based_microcompact(_after(records, 61), TimeBasedConfig(enabled=True, keep_recent=1))
     assert _cleared(compaction) == ["t0"]
@@ -261,16 +248,9 @@ def test_no_timestamp_means_no_time_based_trigger() -> None:
 
 
 def _results(*sizes: int, char: str = "x") -> list[Record]:
-    calls = tuple(call(f"t{i}", "Bash", command="ls") for i in range(len(sizes)))
-    blocks = tuple(
-        Block("tool_result", {"type": "tool_result", "tool_use_id": f"t{i}", "content": char * n})
-        for i, n in enumerate(sizes)
-    )
-    return [
-        user("go"),
-        Record("assistant", role="assistant", message_id="a", has_content=True, blocks=calls),
-        Record("user", role="user", blocks=blocks, has_content=True),
-    ]
+    calls = tuple(tool_use(f"t{i}", "Bash", command="ls") for i in range(len(sizes)))
+    results = (tool_result(f"t{i}", char * n) for i, n in enumerate(sizes))
+    return [user("go"), assistant(*calls, message_id="a"), user(*results)]
 
 
 def test_tool_result_budget_edges() -> None:
@@ -322,7 +302,7 @@ def test_every_version_field_reaches_the_resolved_trigger() -> None:
 def test_calculate_messages_to_keep_index_defaults_and_arguments() -> None:
     from workbench.strategies.keep_window import calculate_messages_to_keep_index
 
-    records = [api_user(text(f"u{i}")) if i % 2 == 0 else assistant(f"m{i}", text(f"a{i}")) for i in range(10)]
+    records = [user(text(f"u{i}")) if i % 2 == 0 else assistant(text(f"a{i}"), message_id=f"m{i}") for i in range(10)]
     # minTokens 10,000 reached exactly with exactly minTextBlockMessages 5: five messages kept
     assert calculate_messages_to_keep_index(records, -1, counts=[2_000] * 10) == 5
     assert keep_window(records, -1, counts=[2_000] * 10).start == 5
@@ -344,24 +324,8 @@ def test_the_sibling_walk_crosses_interleaved_results() -> None:
     from workbench.tokens.context import token_count_with_estimation
 
     usage = {"input_tokens": 1_000, "output_tokens": 10}
-    first = Record(
-        "assistant",
-        role="assistant",
-        message_id="X",
-        has_content=True,
-        model="m",
-        usage=usage,
-        blocks=(call("a", "Bash", command="ls"),),
-    )
-    second = Record(
-        "assistant",
-        role="assistant",
-        message_id="X",
-        has_content=True,
-        model="m",
-        usage=usage,
-        blocks=(call("b", "Bash", command="pwd"),),
-    )
+    first = assistant(tool_use("a", "Bash", command="ls"), message_id="X", model="m", usage=usage)
+    second = assistant(tool_use("b", "Bash", command="pwd"), message_id="X", model="m", usage=usage)
     records = [user("go"), first, result("a", "r" * 400), second, result("b", "s" * 40)]
     # anchored at the first sibling: both results and the second tool_use are estimated
     assert token_count_with_estimation(records) == 1_010 + 100 + 5 + 10  # Bash{"command":"pwd"}: 21 chars
@@ -380,11 +344,11 @@ def test_the_sibling_walk_crosses_interleaved_results() -> None:
 def test_what_ends_a_tool_loop_for_the_thinking_aware_cut() -> None:
     from workbench.request.invariants import _is_prompt, _starts_with_thinking
 
-    assert _is_prompt(api_user("fix it")) and _is_prompt(api_user(text("fix it"), tool_result("a")))
+    assert _is_prompt(user("fix it")) and _is_prompt(user(text("fix it"), tool_result("a")))
     assert _is_prompt(system("local_command", "<local-command-stdout>ok</local-command-stdout>"))
-    assert not _is_prompt(api_user(tool_result("a"), tool_result("b")))
-    assert not _is_prompt(assistant("m", text("hi")))
-    assert not _is_prompt(api_user("virtual", raw={"isVirtual": True}))
+    assert not _is_prompt(user(tool_result("a"), tool_result("b")))
+    assert not _is_prompt(assistant(text("hi"), message_id="m"))
+    assert not _is_prompt(user("virtual", raw={"isVirtual": True}))
     assert not _is_prompt(system("turn_duration", "3s"))
     thinking_block = Block("thinking", {"type": "thinking", "thinking": "plan", "signature": "s"})
     redacted = Block("redacted_thinking", {"type": "redacted_thinking", "data": "xyz"})
@@ -411,20 +375,20 @@ def test_the_post_sampling_hook_extracts_only_what_is_new() -> None:
     config = SMCompactReferenceConfig()
     state = new_sm_state(config)
     state.extractor = _CountingExtractor()
-    records = [api_user("q"), assistant("m1", text("first answer"))]
+    records = [user("q"), assistant(text("first answer"), message_id="m1")]
     observe_sm(view_of(records, tokens=12_000), state)
     assert state.extractions == 1 and state.last_extracted is records[-1]
     assert state.extractor.calls == [([r.uuid for r in records], None)]
     first_memory = state.memory
     assert state.history == [{"step": 0, "memory": first_memory}]
-    more = [*records, api_user("next"), assistant("m2", text("second answer"))]
+    more = [*records, user("next"), assistant(text("second answer"), message_id="m2")]
     observe_sm(view_of(more, tokens=18_000, step=3), state)
     assert state.extractions == 2 and state.last_extracted is more[-1]
     assert state.extractor.calls[1] == ([r.uuid for r in more[2:]], first_memory)
     assert state.memory.section("Worklog").content == "extraction 2" and state.history[-1]["step"] == 3
     # below the update threshold (5,000 more tokens): no extraction; sub-agents and empty views never extract
-    observe_sm(view_of([*more, api_user("x"), assistant("m3", text("y"))], tokens=19_000), state)
-    sub = view_of([*more, api_user("x"), assistant("m4", text("y"))], tokens=40_000)
+    observe_sm(view_of([*more, user("x"), assistant(text("y"), message_id="m3")], tokens=19_000), state)
+    sub = view_of([*more, user("x"), assistant(text("y"), message_id="m4")], tokens=40_000)
     observe_sm(type(sub)(**{**sub.__dict__, "is_subagent": True}), state)
     observe_sm(view_of([], tokens=90_000), state)
     assert state.extractions == 2
@@ -434,19 +398,19 @@ def test_tool_call_counting_edges() -> None:
     from workbench.memory import TriggerConfig
 
     # no assistant message at all: no tool calls in the last turn, so the token threshold alone decides
-    assert ExtractionTrigger().observe([api_user("q")], tokens=20_000).extracted
+    assert ExtractionTrigger().observe([user("q")], tokens=20_000).extracted
     # from the start when lastMemoryMessageUuid is unset: the very first message's calls count
-    first = assistant("X", tool_use("a"), tool_use("b"), tool_use("c"))
+    first = assistant(tool_use("a"), tool_use("b"), tool_use("c"), message_id="X")
     assert ExtractionTrigger().observe([first], tokens=20_000).extracted
     # the message right after lastMemoryMessageUuid counts, and the uuid is found at any distance
     trigger = ExtractionTrigger()
-    marked = assistant("M", text("noted"))
-    assert trigger.observe([api_user("q"), marked], tokens=20_000).extracted
-    assert trigger.observe([api_user("q"), marked, first], tokens=30_000).extracted
+    marked = assistant(text("noted"), message_id="M")
+    assert trigger.observe([user("q"), marked], tokens=20_000).extracted
+    assert trigger.observe([user("q"), marked, first], tokens=30_000).extracted
     # set but gone: 0 calls, even with a one-call threshold
     gone = ExtractionTrigger(TriggerConfig(tool_calls_between_updates=1))
     gone.initialized, gone.last_memory_message_uuid = True, "compacted-away"
-    assert not gone.observe([api_user("q"), assistant("Y", tool_use("d"))], tokens=30_000).extracted
+    assert not gone.observe([user("q"), assistant(tool_use("d"), message_id="Y")], tokens=30_000).extracted
 
 
 def test_the_sm_strategies_compact_only_above_the_threshold() -> None:
@@ -456,6 +420,6 @@ def test_the_sm_strategies_compact_only_above_the_threshold() -> None:
         strategy = create(name, {"min_tokens": 0, "min_text_block_messages": 2})
         state = strategy.new_state()
         state.memory = SessionMemory.from_contents({"Current State": "testing"})
-        records = [api_user("q"), assistant("m1", text("a")), api_user("r"), assistant("m2", text("b"))]
+        records = [user("q"), assistant(text("a"), message_id="m1"), user("r"), assistant(text("b"), message_id="m2")]
         assert strategy.compact(view_of(records, tokens=166_999), state) is None
         assert strategy.compact(view_of(records, tokens=167_000), state).kind == kind

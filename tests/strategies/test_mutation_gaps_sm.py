@@ -3,14 +3,8 @@ SM-compaction's result and cut choice, ``getTokenUsage``'s synthetic rule."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from helpers import view_of
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "request"))
-
-from api_records import assistant, system, text, thinking, tool_result, tool_use, user
+from record_builders import assistant, system, text, thinking, tool_result, tool_use, user
 
 from workbench.memory.template import SessionMemory
 from workbench.strategies.keep_window import KeepWindow, keep_window
@@ -27,7 +21,7 @@ from workbench.transcript.model import Block, Record
 
 
 def chat(n: int) -> list[Record]:
-    return [user(text(f"u{i}")) if i % 2 == 0 else assistant(f"m{i}", text(f"a{i}")) for i in range(n)]
+    return [user(text(f"u{i}")) if i % 2 == 0 else assistant(text(f"a{i}"), message_id=f"m{i}") for i in range(n)]
 
 
 # ---------------------------------------------------------------- keep window (docs §2.4)
@@ -105,10 +99,10 @@ def _split_loop() -> list[Record]:
     """A tool loop whose last response is split: its tool_use sibling is before the naive cut."""
     return [
         user("do it"),  # 0
-        assistant("A", thinking()),  # 1
-        assistant("A", tool_use("a")),  # 2
+        assistant(thinking(), message_id="A"),  # 1
+        assistant(tool_use("a"), message_id="A"),  # 2
         user(tool_result("a")),  # 3
-        assistant("B", text("next"), tool_use("b")),  # 4
+        assistant(text("next"), tool_use("b"), message_id="B"),  # 4
         user(tool_result("b")),  # 5
     ]
 
@@ -135,7 +129,7 @@ def test_which_cut_each_variant_keeps() -> None:
     state.trigger.last_summarized_message_id = records[3].uuid
     assert sm_compaction(view_of(records), state, config, adjust=True).start == 4
     # without any thinking block in the session the thinking-aware cut is the reference's
-    plain = [r if r.uuid != records[1].uuid else assistant("A", text("plan")) for r in records]
+    plain = [r if r.uuid != records[1].uuid else assistant(text("plan"), message_id="A") for r in records]
     state = _state(aware)
     state.trigger.last_summarized_message_id = plain[3].uuid
     assert sm_compaction(view_of(plain), state, aware, adjust=True).start == 4
@@ -154,9 +148,8 @@ USAGE = {"input_tokens": 100, "output_tokens": 5}
 
 
 def _assistant(*blocks: Block, model: str = "claude-opus-4-6", usage=USAGE) -> Record:  # type: ignore[no-untyped-def]
-    return Record(
-        "assistant", role="assistant", message_id="x", has_content=True, model=model, usage=usage, blocks=blocks
-    )
+    """A response ``x`` with ``usage``: a real model's unless ``model`` says otherwise."""
+    return assistant(*blocks, message_id="x", model=model, usage=usage)
 
 
 def test_which_usage_is_real() -> None:
@@ -192,9 +185,9 @@ def test_the_worked_example_with_its_reasons() -> None:
 
     records = [
         user("q"),
-        assistant("X", thinking()),  # 1
-        assistant("X", tool_use("A")),  # 2
-        assistant("X", tool_use("B")),  # 3
+        assistant(thinking(), message_id="X"),  # 1
+        assistant(tool_use("A"), message_id="X"),  # 2
+        assistant(tool_use("B"), message_id="X"),  # 3
         user(tool_result("A"), tool_result("B")),  # 4
     ]
     adjustment = explain_adjustment(records, 3)
@@ -206,11 +199,11 @@ def test_the_worked_example_with_its_reasons() -> None:
 def test_the_pair_walk_reaches_index_zero_and_finds_every_missing_use() -> None:
     from workbench.request.invariants import adjust_to_api_invariants
 
-    assert adjust_to_api_invariants([assistant("X", tool_use("a")), user(tool_result("a"))], 1) == 0
+    assert adjust_to_api_invariants([assistant(tool_use("a"), message_id="X"), user(tool_result("a"))], 1) == 0
     records = [
         user("q"),
-        assistant("X", tool_use("b")),
-        assistant("Y", tool_use("a")),
+        assistant(tool_use("b"), message_id="X"),
+        assistant(tool_use("a"), message_id="Y"),
         user(tool_result("a"), tool_result("b")),
     ]
     assert adjust_to_api_invariants(records, 3) == 1
@@ -292,8 +285,8 @@ def test_the_extraction_trigger_state() -> None:
     fresh = ExtractionTrigger()
     assert (fresh.initialized, fresh.tokens_at_last_extraction, fresh.extractions) == (False, 0, 0)
     eager = ExtractionTrigger(TriggerConfig(minimum_message_tokens_to_init=1))
-    assert eager.observe([user("q"), assistant("m", text("a"))], tokens=5_000).extracted  # 5,000 − 0 ≥ 5,000
-    assert eager.observe([user("q"), assistant("m", text("a"))], tokens=10_000).extracted
+    assert eager.observe([user("q"), assistant(text("a"), message_id="m")], tokens=5_000).extracted  # 5,000 − 0 ≥ 5,000
+    assert eager.observe([user("q"), assistant(text("a"), message_id="m")], tokens=10_000).extracted
     assert eager.extractions == 2
     with pytest.raises(ValueError, match="tool_calls_between_updates must be a positive integer, got True"):
         TriggerConfig(tool_calls_between_updates=True)
@@ -339,7 +332,7 @@ def test_truncation_reports_its_trigger() -> None:
 
     records = [
         user("go"),
-        assistant("a", tool_use("t0"), tool_use("t1")),
+        assistant(tool_use("t0"), tool_use("t1"), message_id="a"),
         user(tool_result("t0")),
         user(tool_result("t1")),
     ]
@@ -376,11 +369,11 @@ def test_the_thinking_aware_cut_may_land_exactly_on_the_floor() -> None:
 
     records = [
         user("q"),  # 0
-        assistant("A", text("a")),  # 1
+        assistant(text("a"), message_id="A"),  # 1
         system("compact_boundary"),  # 2: floor 3
-        assistant("C", thinking(), tool_use("c")),  # 3
+        assistant(thinking(), tool_use("c"), message_id="C"),  # 3
         user(tool_result("c")),  # 4
-        assistant("D", text("d"), tool_use("d")),  # 5
+        assistant(text("d"), tool_use("d"), message_id="D"),  # 5
         user(tool_result("d")),  # 6
     ]
     assert adjust_for_thinking(records, 5) == 3
@@ -441,8 +434,8 @@ def test_explain_adjustment_edges() -> None:
 
     records = [
         user("q"),
-        assistant("X", text("a")),
-        assistant("Y", tool_use("a")),
+        assistant(text("a"), message_id="X"),
+        assistant(tool_use("a"), message_id="Y"),
         user("note"),
         user(tool_result("a")),
     ]

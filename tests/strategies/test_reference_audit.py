@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import view_of
-from record_builders import call, result, say, user
+from record_builders import assistant, result, say, tool_use, user
 
 from workbench.memory.template import SessionMemory
 from workbench.replay.sizes import UncompactedSize
@@ -118,13 +118,11 @@ def test_time_based_microcompact_that_saves_nothing_is_no_event() -> None:
     saves nothing; the old code reported a microcompact event for it."""
     records = [
         user("go"),
-        Record(
-            "assistant",
-            role="assistant",
+        assistant(
+            tool_use("t1", "Bash", command="true"),
+            tool_use("t2", "Bash", command="ls"),
             message_id="a",
-            has_content=True,
             timestamp="2026-01-01T00:00:00Z",
-            blocks=(call("t1", "Bash", command="true"), call("t2", "Bash", command="ls")),
         ),
         result("t1", "x"),
         result("t2", "a long listing " * 20),
@@ -143,29 +141,11 @@ def test_claude_md_is_not_re_attached_after_full_compaction() -> None:
     """docs §5.4: CLAUDE.md and other memory files are excluded from the re-attached files (they return
     with the user context); the old code re-attached a recently read CLAUDE.md."""
     reads = [
-        Record(
-            "assistant",
-            role="assistant",
-            message_id="r1",
-            has_content=True,
-            blocks=(call("c", "Read", file_path="/repo/src/app.py"),),
-        ),
+        assistant(tool_use("c", "Read", file_path="/repo/src/app.py"), message_id="r1"),
         result("c", "print('app')"),
-        Record(
-            "assistant",
-            role="assistant",
-            message_id="r2",
-            has_content=True,
-            blocks=(call("d", "Read", file_path="/repo/CLAUDE.md"),),
-        ),
+        assistant(tool_use("d", "Read", file_path="/repo/CLAUDE.md"), message_id="r2"),
         result("d", "# Project rules"),
-        Record(
-            "assistant",
-            role="assistant",
-            message_id="r3",
-            has_content=True,
-            blocks=(call("e", "Read", file_path="/repo/.claude/rules/style.md"),),
-        ),
+        assistant(tool_use("e", "Read", file_path="/repo/.claude/rules/style.md"), message_id="r3"),
         result("e", "be terse"),
     ]
     attached = post_compact_file_attachments(reads, FullCompactConfig())
@@ -191,15 +171,7 @@ def test_the_engine_size_matches_token_count_with_estimation_around_a_synthetic_
     usage = {"input_tokens": 1000, "output_tokens": 10}
     records = [
         user("go"),
-        Record(
-            "assistant",
-            role="assistant",
-            message_id="X",
-            has_content=True,
-            usage=usage,
-            model="m",
-            blocks=(call("t1", "Bash", command="make"),),
-        ),
+        assistant(tool_use("t1", "Bash", command="make"), message_id="X", usage=usage, model="m"),
         result("t1", "compiler output " * 30),
         Record(
             "assistant",
@@ -210,14 +182,11 @@ def test_the_engine_size_matches_token_count_with_estimation_around_a_synthetic_
             model="<synthetic>",
             blocks=(Block.text_block("No response requested."),),
         ),
-        Record(
-            "assistant",
-            role="assistant",
+        assistant(
+            tool_use("t2", "Bash", command="ls"),
             message_id="X",
-            has_content=True,
             model="m",
             usage={"input_tokens": 1000, "output_tokens": 50},
-            blocks=(call("t2", "Bash", command="ls"),),
         ),
         result("t2", "a b c"),
         user("next"),

@@ -1,4 +1,4 @@
-"""Lets the summary tests reuse the hand-built records of ``tests/memory/memory_records.py``."""
+"""Lets the summary tests reuse the hand-built session of ``tests/memory/memory_records.py``."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from memory_records import debugging_session, user
+from memory_records import debugging_session
+from record_builders import user
 
 from workbench.summarize import (
     SUMMARY_SECTIONS,
