@@ -196,7 +196,7 @@ def test_report_intervals_and_paired_differences(tmp_path):
     from workbench.experiments.report import write_report
     from workbench.experiments.run import plan_sweep
 
-    body = TINY.replace("metrics: [savings, validity]", "metrics: [savings, validity, cost, fidelity]")
+    body = TINY.replace("metrics: [savings, validity]", "metrics: [savings, validity, cost, fidelity, references]")
     spec = write_spec(tmp_path, body)
     result = run_sweep(spec, store=tmp_path / "s", executor="inline", progress=False)
     out = write_report(result, plan_sweep(spec), tmp_path / "report")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..experiments.spec import METRIC_FAMILIES, nest
+from ..experiments.spec import METRIC_FAMILIES, REFERENCE_COLUMNS, nest
 from ..strategies.base import Strategy
 from ..transcript.model import Session, canonical_json
 from .corpus import Sessions, as_sessions
@@ -240,6 +240,14 @@ def describe_column(name: str) -> str:
     return ""
 
 
+def _wants_references(columns: str | Sequence[str]) -> bool:
+    """Whether ``columns`` show a references column: the family reads every record's text for facts, so
+    the default columns (which show none) leave it out."""
+    if isinstance(columns, str):
+        return columns == "all"
+    return any(c.split("_ci_")[0] in REFERENCE_COLUMNS for c in columns)
+
+
 def _summary_columns(table: pd.DataFrame, columns: str | Sequence[str]) -> list[str]:
     if columns == "default":
         return [c for c in SUMMARY_COLUMNS if c in table.columns]
@@ -333,9 +341,10 @@ class Runs:
 
         if by not in ("config", "session"):
             raise ValueError(f"by must be 'config' or 'session', got {by!r}")
-        key = (by, tuple(metrics))
+        families = tuple(m for m in metrics if m != "references" or _wants_references(columns))
+        key = (by, families)
         if key not in self._summaries:
-            table = cell_table(self.cells, self.steps, self.events, list(self.sessions), metrics)
+            table = cell_table(self.cells, self.steps, self.events, list(self.sessions), families)
             order = {h: i for i, h in enumerate(self.configs["config_hash"])}
             if by == "config":
                 table = config_table(table)

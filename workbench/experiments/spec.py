@@ -6,7 +6,7 @@ A spec (``experiments/*.yaml``)::
     corpus: ["${WORKBENCH_CORPUS}/claude-code"]   # ${VAR} / ${VAR:-default} expanded; relative to the spec file
     corpus_fallback: ["../data"]                   # used when no corpus path exists (unset variable, fresh machine)
     estimator: claude-rough
-    metrics: [savings, validity, cost, fidelity]
+    metrics: [savings, validity, cost, fidelity, references]
     seed: 0
     max_sessions: null                             # keep the first N sessions (seeded shuffle when seed is set)
     strategies:
@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 __all__ = [
     "MAX_GRID_POINTS",
     "METRIC_FAMILIES",
+    "REFERENCE_COLUMNS",
     "CorpusSpec",
     "ExperimentSpec",
     "GridPoint",
@@ -62,8 +63,20 @@ __all__ = [
     "resolve_spec",
 ]
 
-MetricName = Literal["savings", "validity", "cost", "fidelity"]
-METRIC_FAMILIES: tuple[MetricName, ...] = ("savings", "validity", "cost", "fidelity")
+MetricName = Literal["savings", "validity", "cost", "fidelity", "references"]
+#: The metric families a table can compute: ``fidelity`` is expected recovery (what the agent is expected to
+#: re-acquire, `workbench.metrics.expected_recovery`), ``references`` the references kept (``needed_recall``,
+#: `workbench.metrics.fidelity`), the costlier one: every record's text is read for facts.
+METRIC_FAMILIES: tuple[MetricName, ...] = ("savings", "validity", "cost", "fidelity", "references")
+#: The columns of the ``references`` family: a table that shows none of them need not compute it.
+REFERENCE_COLUMNS = (
+    "needed_facts",
+    "needed_facts_kept",
+    "dropped_facts",
+    "dropped_facts_kept",
+    "needed_recall",
+    "dropped_recall",
+)
 
 #: Default limit on a spec's grid points (override per spec or per call).
 MAX_GRID_POINTS = 10_000

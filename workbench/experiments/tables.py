@@ -116,7 +116,7 @@ def cell_table(
             if c in money.columns
         ]
         table = table.merge(money[[*KEYS, *keep]], on=KEYS, how="left")
-    if "fidelity" in metrics and by_id and len(steps):
+    if "references" in metrics and by_id and len(steps):
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
         fid = fidelity_sessions(per_event, steps)
         keep = [
@@ -132,6 +132,7 @@ def cell_table(
             if c in fid.columns
         ]
         table = table.merge(fid[[*KEYS, *keep]], on=KEYS, how="left")
+    if "fidelity" in metrics and by_id and len(steps):
         from ..metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
         from ..metrics.expected_recovery import expected_recovery, expected_recovery_sessions
 

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.uncertainty import dominance_notes, session_name
-from .spec import resolve_spec
+from .spec import METRIC_FAMILIES, REFERENCE_COLUMNS, resolve_spec
 from .tune_result import TuneResult
 from .tune_spec import _OPS, DEFAULT_CONSTRAINTS, TuneSpec, _feasible, load_tune_spec
 from .tune_spec import Axes as Axes  # re-exported: importable from here as before the split
@@ -252,6 +252,13 @@ def _merge_identical(
     return merged, notes
 
 
+def _uses_references(spec: TuneSpec) -> bool:
+    """Whether the tune reads a references column (axes, objective or a constraint): that family reads
+    every record's text for facts, so a tune that does not read it does not compute it."""
+    named = [spec.axes.savings, spec.axes.fidelity, spec.axes.cost, spec.objective.lstrip("-"), *spec.constraints]
+    return any(name in REFERENCE_COLUMNS for name in named)
+
+
 def run_tune(
     spec: TuneSpec,
     path: str | Path,
@@ -279,7 +286,8 @@ def run_tune(
     result = run_sweep(resolved, store=target, executor=executor, workers=workers, progress=progress, plan=plan)
     cells, steps, events = sweep_frames(ResultStore(result.store), result.cell_ids)
     loaded = plan_sessions(plan)
-    per_session = with_added_columns(cell_table(cells, steps, events, loaded), steps, spec.baseline)
+    families = tuple(f for f in METRIC_FAMILIES if f != "references" or _uses_references(spec))
+    per_session = with_added_columns(cell_table(cells, steps, events, loaded, families), steps, spec.baseline)
     baseline_rows = per_session[per_session["strategy"] != spec.strategy]
     per_session = per_session[per_session["strategy"] == spec.strategy]
     table = _with_pooled_added(config_table(per_session), per_session)

@@ -225,7 +225,8 @@ def _changes(events: pd.DataFrame | None, info: SessionCallInfo | None, static: 
     changes: dict[int, int] = {}
     if events is None or not len(events):
         return changes
-    for event in events.sort_values("step", kind="stable").to_dict("records"):
+    read = [c for c in ("step", "keep_start", "kind", "dropped_uuids") if c in events.columns]
+    for event in events[read].sort_values("step", kind="stable").to_dict("records"):
         step = int(event["step"])
         in_place = event.get("keep_start") is None or pd.isna(event.get("keep_start"))
         reuse = static
@@ -252,11 +253,40 @@ def simulate_cache(
     ``observed=True`` is the mode for the ``recorded`` strategy (recorded misses replace the rules where
     usage exists); otherwise misses are modelled (module docstring).
     """
+    return pd.DataFrame(
+        simulated_columns(steps, events, info, static_prefix=static_prefix, ttl=ttl, observed=observed),
+        columns=SIMULATED_COLUMNS,
+    )
+
+
+#: The columns `simulate_cache` returns, in order.
+SIMULATED_COLUMNS = (
+    "step",
+    "prompt_tokens",
+    "input_tokens",
+    "cache_read",
+    "cache_write",
+    "output_tokens",
+    "model",
+    "ttl",
+)
+
+
+def simulated_columns(
+    steps: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    info: SessionCallInfo | None = None,
+    *,
+    static_prefix: int | None = None,
+    ttl: float | None = None,
+    observed: bool = False,
+) -> dict[str, list[Any]]:
+    """`simulate_cache`'s columns as lists (a caller that joins many cells builds one frame at the end)."""
     steps = steps.sort_values("step", kind="stable")
     static = static_prefix if static_prefix is not None else (info.static_prefix if info else 0)
     life = ttl if ttl is not None else (info.ttl if info else TTL_5M)
     changes = _changes(events, info, static)
-    rows = []
+    out: dict[str, list[Any]] = {name: [] for name in SIMULATED_COLUMNS}
     previous: int | None = None
     previous_time: float | None = None
     saved_before = 0
@@ -289,18 +319,14 @@ def simulate_cache(
             read = min(read, bound)
         caching = info.caching if info is not None else True
         uncached = prompt - read if not caching else min(recorded[2] if recorded else 0, prompt - read)
-        rows.append(
-            {
-                "step": step,
-                "prompt_tokens": prompt,
-                "input_tokens": uncached,
-                "cache_read": read,
-                "cache_write": prompt - read - uncached,
-                "output_tokens": info.output[step] if info and step < len(info.output) else 0,
-                "model": info.models[step] if info and step < len(info.models) else None,
-                "ttl": "1h" if life >= TTL_1H else "5m",
-            }
-        )
+        out["step"].append(step)
+        out["prompt_tokens"].append(prompt)
+        out["input_tokens"].append(uncached)
+        out["cache_read"].append(read)
+        out["cache_write"].append(prompt - read - uncached)
+        out["output_tokens"].append(info.output[step] if info and step < len(info.output) else 0)
+        out["model"].append(info.models[step] if info and step < len(info.models) else None)
+        out["ttl"].append("1h" if life >= TTL_1H else "5m")
         saved_before = int(without) - prompt
         previous, previous_time = prompt, when if when is not None else previous_time
-    return pd.DataFrame(rows)
+    return out

@@ -52,8 +52,18 @@ def content_carried(content: str, carrier: str) -> bool:
     if not lines:
         short = _norm(content)
         return len(short) >= 8 and short in flat
-    found = sum(line in flat for line in lines)
-    return found >= CARRIED_SHARE * len(lines)
+    need = CARRIED_SHARE * len(lines)
+    found = missing = 0
+    for line in lines:  # stops as soon as the answer is known (a long result against a long summary)
+        if line in flat:
+            found += 1
+            if found >= need:
+                return True
+        else:
+            missing += 1
+            if len(lines) - missing < need:
+                return False
+    return found >= need
 
 
 def mentions(key: str, kind: str, text: str) -> bool:

@@ -57,7 +57,16 @@ import pandas as pd
 
 from ..transcript.model import Session
 from ._common import KEYS, ensure_keys, session_map
-from .cache_sim import TTL_1H, TTL_5M, SessionCallInfo, miss_causes, session_call_info, simulate_cache
+from .cache_sim import (
+    SIMULATED_COLUMNS,
+    TTL_1H,
+    TTL_5M,
+    SessionCallInfo,
+    miss_causes,
+    session_call_info,
+    simulate_cache,
+    simulated_columns,
+)
 from .memory_cost import MEMORY_COLUMNS as MEMORY_COLUMNS
 from .memory_cost import _from_session_memory, with_memory_cost
 from .pricing import DEFAULT_MODEL, Price, known_price, load_pricing, price_for, price_or_none, tokens_dollars
@@ -144,7 +153,7 @@ def cost_steps(
     steps = ensure_keys(steps)
     events = ensure_keys(events)
     infos: dict[tuple[str, bool], SessionCallInfo] = {}
-    frames = []
+    columns: dict[str, list[Any]] = {name: [] for name in (*KEYS, *SIMULATED_COLUMNS)}
     # each cell's events looked up, not selected with a boolean mask over every event per cell
     no_events = events.iloc[0:0]
     by_cell = {tuple(k): g for k, g in events.groupby(KEYS, sort=False)} if len(events) else {}
@@ -157,12 +166,16 @@ def cost_steps(
             if (sid, recorded) not in infos:
                 infos[(sid, recorded)] = session_call_info(by_id[sid], strip=not recorded)
             info = infos[(sid, recorded)]
-        sim = simulate_cache(group, cell_events, info, observed=recorded and misses == "auto")
+        sim = simulated_columns(group, cell_events, info, observed=recorded and misses == "auto")
         for key, value in zip(KEYS, keys, strict=True):
-            sim.insert(KEYS.index(key), key, value)
-        sim["cost_usd"] = _step_dollars(sim, table, default_model)
-        frames.append(sim)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+            columns[key].extend([value] * len(sim["step"]))
+        for name, values in sim.items():
+            columns[name].extend(values)
+    if not columns["step"]:
+        return pd.DataFrame()
+    out = pd.DataFrame(columns)  # one frame for every cell (a frame per cell was most of a tune's cost time)
+    out["cost_usd"] = _step_dollars(out, table, default_model)
+    return out
 
 
 def _counts(value: object) -> list[int] | None:

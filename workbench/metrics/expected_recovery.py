@@ -171,6 +171,7 @@ def expected_recovery_events(
     counter = cached_estimator(estimator)
     prepared: dict[bool, Any] = {}
     steps = ensure_keys(steps) if steps is not None and len(steps) else None
+    steps_of = {tuple(k): g for k, g in steps.groupby(KEYS, sort=False)} if steps is not None else {}
     rows: list[dict[str, Any]] = []
     for keys, group in frame.groupby(KEYS, sort=True):
         group = group.sort_values("step", kind="stable")
@@ -190,15 +191,14 @@ def expected_recovery_events(
         records, calls, found, sizes, use_sizes, scale, price = prepared[recorded]
         context_by_step: dict[int, float] = {}
         n_steps = len(calls)
-        if steps is not None:
-            mine = steps[(steps["session_id"] == keys[0]) & (steps["strategy"] == keys[1])]
-            mine = mine[mine["config_hash"] == keys[2]]
+        mine = steps_of.get(tuple(keys))
+        if mine is not None:
             context_by_step = dict(zip(mine["step"], mine["context_tokens"], strict=True))
             n_steps = max(n_steps, len(mine))
         rows.extend(
             _walk(
                 keys,
-                group.to_dict("records"),
+                group[[c for c in _EVENT_FIELDS if c in group.columns]].to_dict("records"),
                 records,
                 calls,
                 found,
@@ -213,6 +213,10 @@ def expected_recovery_events(
             )
         )
     return pd.DataFrame(rows, columns=[*KEYS, *EVENT_COLUMNS])
+
+
+#: The event fields `_walk` reads (an event row has many more, some large).
+_EVENT_FIELDS = ("step", "kind", "dropped_uuids", "summary", "added_text")
 
 
 def _uses(records: Sequence[Record], found: Sequence[Acquisition]) -> list[Any]:
@@ -366,11 +370,12 @@ def expected_recovery(
     if events is None or events.empty:
         return pd.DataFrame(columns=[*KEYS, *EVENT_COLUMNS])
     frames = []
-    for sid in sorted(set(events["session_id"])):
+    # each session's rows looked up, not selected with a mask over every row per session
+    steps_of = dict(tuple(steps.groupby("session_id", sort=False))) if steps is not None and len(steps) else {}
+    for sid, mine in events.groupby("session_id", sort=True):
         if sid not in by_id:
             continue
-        mine = steps[steps["session_id"] == sid] if steps is not None and len(steps) else None
-        frames.append(expected_recovery_events(by_id[sid], events[events["session_id"] == sid], mine, **kwargs))
+        frames.append(expected_recovery_events(by_id[sid], mine, steps_of.get(sid), **kwargs))
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*KEYS, *EVENT_COLUMNS])
 

@@ -50,6 +50,7 @@ _CORRECTION = re.compile(
 _SPACE = re.compile(r"\s+")
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_PARTS = re.compile(r"(?<![A-Za-z0-9])[0-9]+|([A-Z]?[a-z0-9]+|[A-Z]+(?![a-z]))")
 LOOSE_MIN = 6
 _STOP_WORDS = (
     "that this with from have will would should could there their them then than what when where "
@@ -95,13 +96,21 @@ def _loose_forms(text: str) -> set[str]:
     """Every run of 1-3 consecutive identifier parts of ``text`` in `_loose` form (``session live`` and
     ``SessionLive.mount`` give ``sessionlive``), so a summary that writes an identifier another way still
     contains it."""
-    parts = [p.lower() for word in _IDENT.findall(text) for p in _CAMEL.findall(word)]
+    # one pass over the text: the parts `_CAMEL` finds inside each `_IDENT` word (a digit run that starts
+    # no word is matched by the first alternative and skipped, as `_IDENT` skips it)
+    parts = [part.lower() for part in _PARTS.findall(text) if part]
     out: set[str] = set()
-    for n in (1, 2, 3):
-        for i in range(len(parts) - n + 1):
-            joined = "".join(parts[i : i + n])
-            if len(joined) >= LOOSE_MIN:
-                out.add(joined)
+    add = out.add
+    padded = [*parts, "", ""]
+    for i, one in enumerate(parts):
+        two = one + padded[i + 1]
+        three = two + padded[i + 2]
+        if len(one) >= LOOSE_MIN:
+            add(one)
+        if i + 1 < len(parts) and len(two) >= LOOSE_MIN:
+            add(two)
+        if i + 2 < len(parts) and len(three) >= LOOSE_MIN:
+            add(three)
     return out
 
 

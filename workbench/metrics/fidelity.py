@@ -163,10 +163,6 @@ def score_compaction(facts: Sequence[Fact], dropped: set[str], context: FactInde
     }
 
 
-def _future_index(records: Sequence[Record], start: int) -> FactIndex:
-    return FactIndex(render_record(r) for r in records[start:] if r.kind == "assistant")
-
-
 class _Indexes:
     """Per-record fact indexes and future indexes of one record list, computed once each."""
 
@@ -185,9 +181,17 @@ class _Indexes:
         return FactIndex.combine([_text_index(summary or ""), *(self.record(r) for r in kept)])
 
     def future(self, start: int) -> FactIndex:
-        if start not in self._future:
-            self._future[start] = _future_index(self.records, start)
-        return self._future[start]
+        """The index of the assistant records from ``start`` on: the records' own indexes combined, and the
+        records past the nearest later start already asked for taken from its index (each record's text
+        is read once, however many compactions a session's replays make)."""
+        found = self._future.get(start)
+        if found is None:
+            end = min((s for s in self._future if s > start), default=len(self.records))
+            parts = [self.record(r) for r in self.records[start:end] if r.kind == "assistant"]
+            if end < len(self.records):
+                parts.append(self._future[end])
+            found = self._future[start] = FactIndex.combine(parts)
+        return found
 
 
 @lru_cache(maxsize=1024)
@@ -362,6 +366,7 @@ def reference_rows(sessions: Iterable[Session]) -> list[dict[str, Any]]:
             acompact.get(session.session_id or session.id, []),
             key=lambda s: min((r.timestamp or "" for r in s.records), default=""),
         )
+        indexes = _Indexes(records)
         previous = 0
         for number, cut in enumerate(boundaries):
             point = next((c.first for c in calls if c.first > cut), len(records))
@@ -369,7 +374,7 @@ def reference_rows(sessions: Iterable[Session]) -> list[dict[str, Any]]:
             between = records[cut + 1 : point]
             summary = next((r.text for r in between if r.is_compact_summary), "")
             others = [render_record(r) for r in between if not r.is_compact_summary]
-            future = _future_index(records, point)
+            future = indexes.future(point)
             candidates = [("compact-summary", summary, session.id)]
             if number < len(children):
                 candidates.append(("acompact-transcript", _acompact_output(children[number]), children[number].id))

@@ -82,21 +82,28 @@ def _memory_rows(
     extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
     if extracted.empty or per_step.empty:
         return pd.DataFrame(columns=MEMORY_COLUMNS)
-    simulated = {keys: group.sort_values("step") for keys, group in per_step.groupby(KEYS, sort=False)}
+    # each step's previous step in its cell (the call whose response the hook saw), looked up by a merge
+    previous = per_step[[*KEYS, "step", "prompt_tokens", "model", "ttl"]].sort_values([*KEYS, "step"], kind="stable")
+    shifted = previous.groupby(KEYS, sort=False)[["prompt_tokens", "model", "ttl"]].shift(1)
+    previous = previous[[*KEYS, "step"]].assign(
+        previous_prompt=shifted["prompt_tokens"], previous_model=shifted["model"], previous_ttl=shifted["ttl"]
+    )
+    columns = [*KEYS, "step", "extraction_context_tokens", "extraction_prompt_tokens", "extraction_edit_tokens"]
+    extracted = extracted.reindex(columns=columns)
+    counts = columns[-3:]
+    extracted[counts] = extracted[counts].apply(pd.to_numeric, errors="coerce").fillna(0)
+    extracted["step"] = extracted["step"].astype(int)
+    joined = extracted.merge(previous.assign(step=previous["step"].astype(int)), on=[*KEYS, "step"], how="inner")
+    # the hook runs after a response, so a previous step always exists in a whole replay
+    joined = joined[joined["previous_prompt"].notna()]
     rows = []
-    for row in extracted.to_dict("records"):
-        keys = tuple(row[k] for k in KEYS)
-        group = simulated.get(keys)
-        before = group[group["step"] < int(row["step"])] if group is not None else None
-        if before is None or before.empty:
-            continue  # the hook runs after a response, so a previous step always exists in a whole replay
-        previous = before.iloc[-1]
+    for row in joined.to_dict("records"):
         context = int(row.get("extraction_context_tokens") or 0)
-        read = min(int(previous["prompt_tokens"]), context)
+        read = min(int(row["previous_prompt"]), context)
         write = context - read + int(row.get("extraction_prompt_tokens") or 0)
         output = int(row.get("extraction_edit_tokens") or 0)
-        price = price_or_none(previous["model"], pricing, default)
-        hour = previous["ttl"] == "1h"
+        price = price_or_none(row["previous_model"], pricing, default)
+        hour = row["previous_ttl"] == "1h"
         dollars = (
             float("nan")
             if price is None
@@ -110,7 +117,7 @@ def _memory_rows(
         )
         rows.append(
             {
-                **dict(zip(KEYS, keys, strict=True)),
+                **{k: row[k] for k in KEYS},
                 "memory_extractions": 1,
                 "memory_read": read,
                 "memory_write": write,

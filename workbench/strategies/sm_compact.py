@@ -309,9 +309,7 @@ class SMCompactReference(SMCompact):
     (``final_assistant_missing_thinking``, 16 requests; `tests/replay/test_reality_check.py`)."""
 
     name = "sm-compact-reference"
-    source = (
-        "Claude Code v2.1.88 source src/services/compact/sessionMemoryCompact.ts (docs §2), exactly"
-    )
+    source = "Claude Code v2.1.88 source src/services/compact/sessionMemoryCompact.ts (docs §2), exactly"
     unsafe = True
     description = (
         "Session-memory compaction exactly as Claude Code v2.1.88: adjustIndexToPreserveAPIInvariants only "
