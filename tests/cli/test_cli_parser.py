@@ -47,6 +47,7 @@ OPTIONS = {
         "--window",
         "--blocking-limit",
         "--baseline",
+        "--references",
         "--probes",
         "--probe-budget-usd",
         "--probe-model",

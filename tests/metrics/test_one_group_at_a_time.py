@@ -121,7 +121,7 @@ def runs4(corpus4: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_report_holds_one_group_at_a_time(corpus4: Path, runs4: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     live = LiveSessions(monkeypatch, corpus4)
-    data = report(runs4)
+    data = report(runs4, references=True)
     assert not any("not available" in note for note in data["notes"])
     assert {r["source"] for r in data["reference"]} == {"compact-summary", "acompact-transcript"}
     assert data["calibration"] and data["recovery"]
@@ -133,9 +133,9 @@ def test_streamed_report_equals_the_report_of_the_sessions_in_memory(corpus4: Pa
     included (the reference rows in `load_paths` order, though the groups come in another)."""
     given = list(load_paths([corpus4]))
     assert [s.id for s in given if not s.is_subagent] == [BETA, GAMMA, DELTA, ZETA]
-    streamed = report(runs4)
+    streamed = report(runs4, references=True)
     assert [r["session_id"] for r in streamed["reference"]] == [BETA, ZETA, ZETA]
-    assert streamed == report(runs4, sessions=given)
+    assert streamed == report(runs4, sessions=given, references=True)
 
 
 def test_copies_are_validated_and_referenced_each_on_their_own(corpus4: Path, tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_copies_are_validated_and_referenced_each_on_their_own(corpus4: Path, tm
     assert all(r["needed_recall"] is not None for r in table)
     runs = tmp_path / "runs"
     _replay(both, runs, ["none"])
-    agents = [r for r in report(runs)["reference"] if r["source"] == "acompact-transcript"]
+    agents = [r for r in report(runs, references=True)["reference"] if r["source"] == "acompact-transcript"]
     assert [(Path(r["file"]).parent.name, r["origin"].split(" @ ")[1].split("/")[-2]) for r in agents] == [
         ("a", "a"),
         ("b", "b"),

@@ -24,7 +24,7 @@ def _write(root, sessions, names, inputs):
 def test_report_over_corpus_runs(tmp_path, corpus, main_sessions):
     sessions = [s for s in main_sessions if len(s.records) > 1000]
     _write(tmp_path, sessions, ["none", "recorded", "microcompact-truncate"], [corpus / "claude-code"])
-    data = report(tmp_path)  # sessions loaded from the manifests' inputs
+    data = report(tmp_path, references=True)  # sessions loaded from the manifests' inputs
     json.dumps(data)
     assert {r["strategy"] for r in data["strategies"]} == {"none", "recorded", "microcompact-truncate"}
     assert len(data["sessions"]) == 3 * len(sessions)
@@ -73,7 +73,7 @@ def test_report_recovery_cost_and_intervals(tmp_path, corpus, main_sessions):
     sessions = [s for s in main_sessions if len(s.records) > 1000]
     names = ["sm-compact", "full-compact", "recorded", "observation-masking"]
     _write(tmp_path, sessions, names, [corpus / "claude-code"])
-    data = report(tmp_path)
+    data = report(tmp_path, references=True)
     json.dumps(data)
     by = {r["strategy"]: r for r in data["strategies"]}
     assert set(by) == set(names)
@@ -109,3 +109,23 @@ def test_recovery_is_null_for_a_format_without_tool_calls(tmp_path, corpus):
     assert data["sessions"] and all(r["expected_recovery_tokens"] is None for r in data["sessions"])
     assert data["strategies"][0]["expected_recovery_tokens"] is None
     assert data["strategies"][0]["expected_recovery_tokens_ci_low"] is None
+
+
+@pytest.mark.corpus
+def test_references_are_computed_on_request(tmp_path, corpus, main_sessions):
+    """Without ``references`` the report leaves references kept out (null, a note says how to add them, the
+    text shows no recall column) and leads with the expected recovery; with it, the recall columns and
+    Claude's own compactions scored the same way are there, and nothing else changes."""
+    sessions = [s for s in main_sessions if len(s.records) > 1000]
+    _write(tmp_path, sessions, ["sm-compact", "recorded"], [corpus / "claude-code"])
+    plain, full = report(tmp_path), report(tmp_path, references=True)
+    assert all(r["needed_recall"] is None for r in plain["sessions"]) and plain["reference"] == []
+    assert any("`--references` adds them" in note for note in plain["notes"])
+    assert all(r["needed_recall"] is not None for r in full["sessions"]) and full["reference"]
+    for a, b in zip(plain["sessions"], full["sessions"], strict=True):
+        for key in ("tokens_saved", "violations", "expected_recovery_tokens", "cost_usd", "total_cost_usd"):
+            assert a[key] == b[key], key
+    header = next(line for line in render_report(plain).splitlines() if line.startswith("strategy"))
+    assert "needed recall" not in header and "recovery tok" in header
+    header = next(line for line in render_report(full).splitlines() if line.startswith("strategy"))
+    assert header.index("recovery tok") < header.index("needed recall")

@@ -113,9 +113,11 @@ def report_command(
     probe_judge_model: str | None = None,
     probe_kinds: list[str] | None = None,
     probes_per_kind: int = 1,
+    references: bool = False,
 ) -> None:
-    """Summarise replay results: savings, violations, recall, recovery and cost per session and strategy,
-    with 95% bootstrap intervals over sessions and paired differences against a baseline."""
+    """Summarise replay results: savings, violations, expected recovery and cost per session and strategy
+    (references kept with ``--references``), with 95% bootstrap intervals over sessions and paired
+    differences against a baseline."""
     from ..reporting.report import render_report, report
 
     if not results_dir.is_dir():
@@ -146,7 +148,14 @@ def report_command(
 
         refusals = (ProbeBudgetError, MissingAPIKeyError)
     try:
-        data = report(results_dir, window=window, blocking_limit=blocking_limit, baseline=baseline, probes=options)
+        data = report(
+            results_dir,
+            window=window,
+            blocking_limit=blocking_limit,
+            baseline=baseline,
+            probes=options,
+            references=references,
+        )
     except refusals as exc:
         fail(str(exc), 2)
     except (FileNotFoundError, ValueError) as exc:
@@ -193,6 +202,12 @@ COMMANDS: tuple[Command, ...] = (
                 "--baseline",
                 metavar="STRATEGY",
                 help="Strategy the paired differences are taken against (default: recorded, none).",
+            ),
+            arg(
+                "--references",
+                action="store_true",
+                help="Also score references kept (needed_recall, and Claude's recorded summaries); slower: "
+                "every record's text is read for facts.",
             ),
             arg(
                 "--probes",

@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -263,9 +264,35 @@ def billed_responses(records: Sequence[Record], pricing: Mapping[str, Price] | N
     return out
 
 
+#: The last `recorded_bill` answer with (a weak reference to) the session and the pricing it was for: a
+#: report prices a session's bill and then simulates its cost, and both read the bill (compared by identity:
+#: sessions are immutable; weakly, so the memo never keeps a session alive).
+_LAST_BILL: list[tuple[weakref.ref[Session], Mapping[str, Price] | None, list[BilledResponse]]] = []
+
+
+def _last_bill(session: Session) -> tuple[Mapping[str, Price] | None, list[BilledResponse]] | None:
+    last = _LAST_BILL[0] if _LAST_BILL else None
+    return (last[1], last[2]) if last is not None and last[0]() is session else None
+
+
 def recorded_bill(session: Session, pricing: Mapping[str, Price] | None = None) -> list[BilledResponse]:
-    """The billed responses of one session's own conversation (inline sidechains belong to their sub-agents)."""
-    return billed_responses(session.conversation(), pricing)
+    """The billed responses of one session's own conversation (inline sidechains belong to their sub-agents).
+
+    The list is shared with the next call for the same session: read it, do not change it."""
+    last = _last_bill(session)
+    if last is not None and last[0] is pricing:
+        return last[1]
+    found = billed_responses(session.conversation(), pricing)
+    _LAST_BILL[:] = [(weakref.ref(session), pricing, found)]
+    return found
+
+
+def billed_outputs(session: Session) -> dict[str | None, int]:
+    """Output tokens per billed response of ``session`` (its largest persisted usage; prices do not matter,
+    so the last `recorded_bill` of the session is reused under any pricing)."""
+    last = _last_bill(session)
+    bill = last[1] if last is not None else recorded_bill(session)
+    return {b.message_id: b.output_tokens for b in bill}
 
 
 BILL_COLUMNS = [

@@ -57,7 +57,7 @@ from ..tokens.context import prompt_tokens
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
 from ._common import as_list
-from .bill import recorded_bill
+from .bill import billed_outputs
 
 __all__ = [
     "MISS_TOLERANCE",
@@ -160,7 +160,7 @@ def session_call_info(session: Session, *, strip: bool = True) -> SessionCallInf
             before[record.uuid] = total
         total += count
     # the output of a response is the bill's (its largest persisted usage), not its last line's
-    billed = {b.message_id: b.output_tokens for b in recorded_bill(session)} if "usage" in session.capabilities else {}
+    billed = billed_outputs(session) if "usage" in session.capabilities else {}
     # A call without a model name is priced as the session's model; a session of another format with
     # no model at all is "not priced" (its cost is NaN), not priced as Claude.
     fallback = session.models[0] if session.models else (None if session.format == "claude-code" else "unpriced")

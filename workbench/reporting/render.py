@@ -26,40 +26,54 @@ def _fmt(value: Any, kind: str = "") -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-_COLUMNS = (
-    ("strategy", "label", ""),
-    ("config", "config_hash", ""),
-    ("sessions", "sessions", ""),
-    ("steps", "steps", ""),
-    ("saved", "saved_share", "pct"),
-    ("tokens saved", "tokens_saved", ""),
-    ("peak ctx", "peak_context_tokens", ""),
-    ("blocked w/o", "steps_blocked_without", ""),
-    ("blocked", "steps_blocked", ""),
-    ("compactions", "compactions", ""),
-    ("viol. steps", "violating_steps", ""),
-    ("viol. rate", "violation_rate", "pct"),
-    ("needed recall", "needed_recall", "recall"),
-    ("dropped recall", "dropped_recall", "recall"),
-    ("cost", "cost_usd", "usd"),
-    ("$/1k steps", "cost_per_1k_steps", "usd"),
-    ("recovery tok", "expected_recovery_tokens", ""),
-    ("recovery calls", "expected_recovery_calls", ""),
-    ("recovery $", "recovery_cost_usd", "usd"),
-    ("total cost", "total_cost_usd", "usd"),
-)
-#: The by-strategy table: the headline metrics with their 95% intervals over sessions.
+_COLUMNS = {
+    key: (title, key, kind)
+    for title, key, kind in (
+        ("strategy", "label", ""),
+        ("config", "config_hash", ""),
+        ("sessions", "sessions", ""),
+        ("steps", "steps", ""),
+        ("saved", "saved_share", "pct"),
+        ("tokens saved", "tokens_saved", ""),
+        ("peak ctx", "peak_context_tokens", ""),
+        ("blocked w/o", "steps_blocked_without", ""),
+        ("blocked", "steps_blocked", ""),
+        ("compactions", "compactions", ""),
+        ("viol. steps", "violating_steps", ""),
+        ("viol. rate", "violation_rate", "pct"),
+        ("recovery tok", "expected_recovery_tokens", ""),
+        ("recovery calls", "expected_recovery_calls", ""),
+        ("recovery $", "recovery_cost_usd", "usd"),
+        ("cost", "cost_usd", "usd"),
+        ("$/1k steps", "cost_per_1k_steps", "usd"),
+        ("recorded $", "recorded_cost_usd", "usd"),
+        ("total cost", "total_cost_usd", "usd"),
+        ("needed recall", "needed_recall", "recall"),
+        ("dropped recall", "dropped_recall", "recall"),
+    )
+}
+
+
+def _pick(*keys: str) -> tuple[tuple[str, str, str], ...]:
+    return tuple(_COLUMNS[key] for key in keys)
+
+
+#: The by-strategy table: the headline metrics with their 95% intervals over sessions; the fidelity it
+#: leads with is the expected recovery, references kept (when computed) come last.
 _STRATEGY_COLUMNS = (
-    *_COLUMNS[:4],
+    *_pick("label", "config_hash", "sessions", "steps"),
     ("saved [95% CI]", "saved_share", "pct_ci"),
-    *_COLUMNS[6:12],
-    ("needed recall [95% CI]", "needed_recall", "recall_ci"),
-    _COLUMNS[13],
+    *_pick("peak_context_tokens", "steps_blocked_without", "steps_blocked", "compactions", "violating_steps"),
+    _COLUMNS["violation_rate"],
     ("recovery tok [95% CI]", "expected_recovery_tokens", "tok_ci"),
     ("measured", "measured_recovery_tokens", ""),
     ("cost [95% CI]", "cost_usd", "usd_ci"),
     ("total cost [95% CI]", "total_cost_usd", "usd_ci"),
+    ("needed recall [95% CI]", "needed_recall", "recall_ci"),
+    _COLUMNS["dropped_recall"],
 )
+#: Columns left out of a table when no row has a value (references kept, computed on request).
+_OPTIONAL = frozenset({"needed_recall", "dropped_recall"})
 _DIFF_KINDS = {
     "saved_share": "pct",
     "needed_recall": "recall",
@@ -81,6 +95,7 @@ def _cell(row: Mapping[str, Any], key: str, kind: str) -> str:
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
+    columns = [c for c in columns if c[1] not in _OPTIONAL or any(r.get(c[1]) is not None for r in rows)]
     cells = [[title for title, _, _ in columns]]
     cells += [[_cell(row, key, kind) for _, key, kind in columns] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
@@ -143,14 +158,9 @@ def render_report(data: Mapping[str, Any], *, per_session: bool = True) -> str:
         columns = (
             ("session", "session_id", ""),
             *((("file", FILE, ""),) if copies else ()),
-            *_COLUMNS[:2],
-            *_COLUMNS[3:4],
-            *_COLUMNS[4:7],
-            *_COLUMNS[9:11],
-            *_COLUMNS[12:15],
-            ("recorded $", "recorded_cost_usd", "usd"),
-            _COLUMNS[16],
-            _COLUMNS[19],
+            *_pick("label", "config_hash", "steps", "saved_share", "tokens_saved", "peak_context_tokens"),
+            *_pick("compactions", "violating_steps", "expected_recovery_tokens", "cost_usd", "recorded_cost_usd"),
+            *_pick("total_cost_usd", "needed_recall", "dropped_recall"),
         )
         out += _section("By session", data["sessions"], columns, 44)
     if data.get("reference"):

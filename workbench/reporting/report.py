@@ -80,8 +80,14 @@ def report(
     baseline: str | None = None,
     estimator: str = "claude-rough",
     probes: Mapping[str, Any] | None = None,
+    references: bool = False,
 ) -> dict[str, Any]:
     """Summary of every run under ``results_dir`` as a JSON-serialisable dict.
+
+    ``references`` adds the references kept (``needed_recall``, ``dropped_recall``, and Claude's recorded
+    summaries scored the same way under ``reference``; `workbench.metrics.fidelity`): every record's text
+    is read for facts, so they are computed on request. Without it those columns are null and a note says
+    so; the fidelity the report leads with is the expected recovery.
 
     Keys: ``results_dir``; ``runs`` (one per run folder); ``sessions`` (one row per session × strategy ×
     config_hash with at least ``tokens_saved``, ``peak_context_tokens``, ``violations``,
@@ -128,7 +134,13 @@ def report(
         sessions = list(sessions)  # the caller's own, held by them anyway; a generator is read once
     pricing = load_pricing(pricing_path)
     found = SessionTables(
-        steps, events, keys, pricing=pricing, estimator=estimator, summarizer_input=summarizer_input
+        steps,
+        events,
+        keys,
+        pricing=pricing,
+        estimator=estimator,
+        summarizer_input=summarizer_input,
+        references=references,
     ).add_groups(input_groups(runs, sessions))  # one session group in memory at a time
     found_ids = found.available
     missing = wanted - set(found_ids)
@@ -138,6 +150,8 @@ def report(
             "with inputs): their fidelity is None and their cost omits output tokens"
         )
     notes.extend(keys.notes())
+    if not references:
+        notes.append("references kept (needed_recall, dropped_recall) not computed: `--references` adds them")
     warnings = [found.warnings[k] for k in found_ids if k in found.warnings]
     notes.extend(warning_summary(warnings, len(found_ids)))
     if "none" not in set(steps["strategy"]) and not found_ids:
@@ -190,12 +204,12 @@ def report(
     table = table.merge(bill[["session_id", *bill_columns]], on="session_id", how="left")
     if found_ids:
         available = steps[steps["session_id"].isin(found_ids)]
-        fid = fidelity_sessions(found.per_event_fidelity(), available)
-        table = table.merge(
-            fid[[*KEYS, *FIDELITY_COLUMNS]],
-            on=KEYS,
-            how="left",
-        )
+        if references:
+            fid = fidelity_sessions(found.per_event_fidelity(), available)
+            table = table.merge(fid[[*KEYS, *FIDELITY_COLUMNS]], on=KEYS, how="left")
+        else:
+            for column in FIDELITY_COLUMNS:
+                table[column] = None
         table = table.merge(found.instruction_sessions(), on=KEYS, how="left")
     else:
         for column in (*FIDELITY_COLUMNS, "instructions", "instructions_lost"):

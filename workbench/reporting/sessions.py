@@ -100,8 +100,11 @@ class SessionTables:
         pricing: Mapping[str, Any],
         estimator: str,
         summarizer_input: str,
+        references: bool = True,
     ) -> None:
         self.steps, self.events, self.keys = steps, events, keys
+        #: whether to score references kept (`workbench.metrics.fidelity`: every record's text read for facts)
+        self.references = references
         self.pricing, self.estimator, self.summarizer_input = pricing, estimator, summarizer_input
         self.wanted = set(steps["session_id"])
         self._steps_at = steps.groupby("session_id", sort=False).indices
@@ -149,7 +152,7 @@ class SessionTables:
         for key, session in members.items():
             self._add_session(key, session)
         found: dict[str, list[dict[str, Any]]] = {}
-        for row in reference_rows(members.values()):
+        for row in reference_rows(members.values()) if self.references else ():
             found.setdefault(row["session_id"], []).append(row)
         for key in members:
             self.reference[key] = found.get(key, [])
@@ -168,7 +171,7 @@ class SessionTables:
         self.bills[key] = bill_row(session, self.pricing)
         self.tool_calls[key] = has_tool_calls(session)
         self.measured[key] = recovery_rows(session, estimator=self.estimator)
-        self.baseline[key] = [] if key in self._in_none_run else _uncompacted(session)
+        self.baseline[key] = [] if key in self._in_none_run else _uncompacted(session, steps)
         by_id = {key: session}
         self.headers[key] = replace(session, records=(), skipped=())
         self.per_step[key] = cost_steps(steps, events, by_id, pricing=self.pricing)
@@ -177,7 +180,8 @@ class SessionTables:
             recorded = steps[steps["strategy"] == "recorded"]
             self.modelled[key] = cost_steps(recorded, events, by_id, pricing=self.pricing, misses="modelled")
         if key in self._events_at:
-            self.fidelity[key] = fidelity_events(session, events)
+            if self.references:
+                self.fidelity[key] = fidelity_events(session, events)
             self.expected[key] = expected_recovery_events(
                 session, events, steps, estimator=self.estimator, pricing=self.pricing
             )
@@ -264,10 +268,14 @@ class SessionTables:
         return pd.DataFrame([row for key in self.available for row in self.reference[key]])
 
 
-def _uncompacted(session: Session) -> list[dict[str, Any]]:
-    """The (session, step, tokens_without_compaction) rows of a ``none`` replay of ``session``."""
+def _uncompacted(session: Session, steps: pd.DataFrame) -> list[dict[str, Any]]:
+    """The (session, step, tokens_without_compaction) rows of a ``none`` replay of ``session``, for the
+    ``recorded`` strategy's rows in ``steps`` (the session's): every other strategy replays the recording
+    without its compactions, so its own rows already hold these sizes (none of them: nothing to add)."""
     from ..replay import replay_session
     from ..strategies import create
 
+    if not len(steps) or not (steps["strategy"] == "recorded").any():
+        return []
     columns = ("session_id", "step", "tokens_without_compaction")
     return [{c: row[c] for c in columns} for row in replay_session(session, create("none")).steps]

@@ -259,7 +259,7 @@ class Skip:
         return {"file": self.file, "line": self.line, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weak references: memos that must not keep it alive
 class Session:
     """The ordered records of one conversation plus what is known about where it came from.
 
