@@ -1,4 +1,4 @@
-"""Benchmark: tuning, reporting and summarising on the embedded data/ corpus, as ratios measured in one run.
+"""Benchmark: tuning, reporting and summarising, as ratios measured in one run.
 
 Targets (each printed with its measured ratio and whether it is met; a missed target is reported, not an
 error, so the exit code is non-zero only when something fails):
@@ -8,15 +8,22 @@ error, so the exit code is non-zero only when something fails):
   the corpus loaded once, no metrics: the cheapest independent run);
 * report: ``workbench report`` on a ``workbench replay --out`` folder takes at most the time of the
   ``workbench replay`` that wrote it (both as command-line processes, start-up included);
-* summary: ``runs.summary()`` (every metric family, computed from scratch) takes at most the
+* summary: ``runs.summary()`` (its default columns, computed from scratch) takes at most the
   ``wb.replay`` it summarises.
 
-Single process throughout (``executor="inline"``, one worker), a fresh store per tune; each time is the
-best of ``REPEATS`` runs, so a neighbour's load on a shared two-core machine moves the ratios less.
+The corpus is the one ``experiments/tune-sm-compact.yaml`` tunes on: ``$WORKBENCH_CORPUS/claude-code``
+and ``claude-code-more`` (42 sessions) with that spec's grid, or, without the corpus, the embedded
+``data/`` with a smaller grid. Every measurement runs in a fresh process of its own (so no memo of an
+earlier measurement helps a later one) after the same warm-up: the corpus loaded and replayed once
+through ``none``, which fills the token-count cache the replays read (the parsed-session and token caches
+on disk are warm for every measurement alike). Single process work throughout (``executor="inline"``);
+each time is the best of ``REPEATS`` runs, so a neighbour's load on a shared two-core machine moves the
+ratios less.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -24,34 +31,83 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
-SPACE = {"min_tokens": [2_000, 5_000, 10_000, 20_000], "trigger.pct_of_window": [40, 60, 80]}
 COMPARED = ["none", "sm-compact", "full-compact", "truncate-oldest"]
 REPEATS = 3
+#: The grid on the embedded data/ (the real corpus uses the tune spec's own).
+SMALL_SPACE = {"min_tokens": [2_000, 5_000, 10_000, 20_000], "trigger.pct_of_window": [40, 60, 80]}
 
 
-def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    value = run()
-    return time.perf_counter() - started, value
+def _setting() -> tuple[list[str], dict[str, list[Any]], str]:
+    """(corpus paths, grid, description): the tune spec's corpus and grid when the corpus is there."""
+    corpus = Path(os.environ.get("WORKBENCH_CORPUS", REPO.parent / "shared" / "corpus"))
+    paths = [corpus / "claude-code", corpus / "claude-code-more"]
+    if all(p.is_dir() for p in paths):
+        import yaml
+
+        spec = yaml.safe_load((REPO / "experiments" / "tune-sm-compact.yaml").read_text(encoding="utf-8"))
+        return [str(p) for p in paths], spec["space"], "claude-code + claude-code-more, the tune spec's grid"
+    return [str(DATA)], SMALL_SPACE, "the embedded data/ (no corpus found), a 12-point grid"
 
 
-def _best(run: Callable[[int], Any]) -> tuple[float, Any]:
-    """The fastest of ``REPEATS`` runs (``run`` gets the repetition's number) and its value."""
-    return min((_timed(lambda i=i: run(i)) for i in range(REPEATS)), key=lambda pair: pair[0])
+def _child(kind: str, paths: list[str], space: dict[str, list[Any]], extra: str) -> dict[str, Any]:
+    """One measurement in this (fresh) process; returns its seconds and what the parent needs."""
+    import workbench as wb
+
+    corpus = wb.load(paths, progress=False)
+    wb.replay(corpus, "none", progress=False)  # warm-up: imports and the corpus' token counts
+    if kind == "tune":
+        store = Path(tempfile.mkdtemp(prefix="bench-tune-")) / "store"
+        try:
+            started = time.perf_counter()
+            result = wb.tune(corpus, "sm-compact", space=space, store=store, executor="inline", progress=False)
+            seconds = time.perf_counter() - started
+        finally:
+            shutil.rmtree(store.parent, ignore_errors=True)
+        configs = [[row.strategy, json.loads(row.config_json)] for row in result.runs.configs.itertuples(index=False)]
+        return {"seconds": seconds, "configs": configs, "sessions": len(corpus)}
+    if kind == "independent":
+        configs = [wb.strategy(name, config) for name, config in json.loads(extra)]
+        started = time.perf_counter()
+        for one in configs:
+            wb.replay(corpus, one, progress=False)
+        return {"seconds": time.perf_counter() - started}
+    if kind == "summary":
+        started = time.perf_counter()
+        runs = wb.replay(corpus, COMPARED, progress=False)
+        replay_s = time.perf_counter() - started
+        started = time.perf_counter()
+        table = runs.summary()
+        return {"seconds": time.perf_counter() - started, "replay": replay_s, "columns": table.shape[1]}
+    raise ValueError(kind)
+
+
+def _run_child(kind: str, paths: list[str], space: dict[str, list[Any]], extra: str = "") -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", kind, "--paths", json.dumps(paths), "--space", json.dumps(space)]
+    out = subprocess.run([*command, "--extra", extra], capture_output=True, text=True, cwd=REPO, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} failed ({out.returncode}): {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _best(kind: str, paths: list[str], space: dict[str, list[Any]], extra: str = "") -> dict[str, Any]:
+    return min((_run_child(kind, paths, space, extra) for _ in range(REPEATS)), key=lambda r: r["seconds"])
 
 
 def _cli(*args: str) -> float:
     command = [sys.executable, "-m", "workbench.cli", *args]
-    seconds, out = _best(lambda _: subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False))
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr[-2000:]}")
-    return seconds
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
+        times.append(time.perf_counter() - started)
+        if out.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr[-2000:]}")
+    return min(times)
 
 
 def _verdict(name: str, ratio: float, target: float, detail: str) -> bool:
@@ -62,7 +118,6 @@ def _verdict(name: str, ratio: float, target: float, detail: str) -> bool:
 
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-tuning-"))
-    os.environ["WORKBENCH_CACHE_DIR"] = str(tmp / "cache")
     try:
         _measure(tmp)
     finally:
@@ -70,32 +125,22 @@ def main() -> None:
 
 
 def _measure(tmp: Path) -> None:
-    import workbench as wb
-
-    corpus = wb.load(DATA, progress=False)
-    wb.replay(corpus, "none", progress=False)  # warm-up: imports and the corpus' token counts
-
-    tune_s, result = _best(
-        lambda i: wb.tune(
-            corpus, "sm-compact", space=SPACE, store=tmp / f"store-{i}", executor="inline", progress=False
-        )
-    )
-    configs = [
-        wb.strategy(row.strategy, json.loads(row.config_json)) for row in result.runs.configs.itertuples(index=False)
-    ]
-    independent_s = sum(_best(lambda _, one=one: wb.replay(corpus, one, progress=False))[0] for one in configs)
-    summarised_s = sum(_best(lambda _, one=one: wb.replay(corpus, one, progress=False).summary())[0] for one in configs)
+    paths, space, described = _setting()
+    print(f"corpus: {described}")
+    tune = _best("tune", paths, space)
+    configs = json.dumps(tune["configs"])
+    independent = _best("independent", paths, space, configs)
+    n = len(tune["configs"])
     tune_met = _verdict(
         "tune",
-        tune_s / independent_s,
+        tune["seconds"] / independent["seconds"],
         0.5,
-        f"tune of {len(configs)} configs × {len(corpus)} sessions {tune_s:.2f} s vs {len(configs)} independent "
-        f"replays {independent_s:.2f} s (with a summary() each: {summarised_s:.2f} s, "
-        f"ratio {tune_s / summarised_s:.2f})",
+        f"tune of {n} configs × {tune['sessions']} sessions {tune['seconds']:.2f} s vs {n} independent "
+        f"replays {independent['seconds']:.2f} s",
     )
 
     folder = tmp / "replay"
-    replay_cli_s = _cli("replay", str(DATA), "--strategy", "sm-compact", "--out", str(folder), "--force")
+    replay_cli_s = _cli("replay", *paths, "--strategy", "sm-compact", "--out", str(folder), "--force")
     report_cli_s = _cli("report", str(folder))
     report_met = _verdict(
         "report",
@@ -104,21 +149,28 @@ def _measure(tmp: Path) -> None:
         f"`workbench report` {report_cli_s:.2f} s vs the `workbench replay` it reads {replay_cli_s:.2f} s",
     )
 
-    replay_s, _ = _best(lambda _: wb.replay(corpus, COMPARED, progress=False))
-    # a fresh `Runs` each time: summary() caches its tables
-    summary_s, summary = min(
-        (_timed(wb.replay(corpus, COMPARED, progress=False).summary) for _ in range(REPEATS)), key=lambda p: p[0]
-    )
+    runs = [_run_child("summary", paths, space) for _ in range(REPEATS)]  # each: a replay, then its summary
+    summary = min(runs, key=lambda r: r["seconds"])
+    replay_s = min(r["replay"] for r in runs)
     summary_met = _verdict(
         "summary",
-        summary_s / replay_s,
+        summary["seconds"] / replay_s,
         1.0,
-        f"runs.summary() {summary_s:.2f} s ({summary.shape[1]} columns) vs wb.replay of {len(COMPARED)} "
-        f"strategies × {len(corpus)} sessions {replay_s:.2f} s",
+        f"runs.summary() {summary['seconds']:.2f} s ({summary['columns']} columns) vs wb.replay of "
+        f"{len(COMPARED)} strategies {replay_s:.2f} s",
     )
     met = sum((tune_met, report_met, summary_met))
     print(f"targets met: {met} of 3")
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", choices=["tune", "independent", "summary"])
+    parser.add_argument("--paths", default="[]")
+    parser.add_argument("--space", default="{}")
+    parser.add_argument("--extra", default="")
+    options = parser.parse_args()
+    if options.child:
+        print(json.dumps(_child(options.child, json.loads(options.paths), json.loads(options.space), options.extra)))
+    else:
+        main()
