@@ -21,7 +21,9 @@ cells announce (``steps`` and ``compactions`` per cell); anything else is not a 
   with page checksums and read through once, with them verified, before its batch counts) is skipped and
   reported (`problems`), and its batch's cells count as missing, so the next sweep recomputes them
   instead of failing on every run or reading a wrong number. A part that read through is remembered by
-  size and modification time in ``_verified.json``, so it is read again only when it changed.
+  size and modification time in ``_verified.json``, so it is read again only when it changed. A part a
+  store wrote and synced itself counts as read through (it holds the bytes just written); a later change
+  to it (another size or modification time) is read through again.
 
 `tidy` (run by every sweep, under the store lock) makes the folders match that: it deletes stale
 temporary files and moves unreadable parts, and the orphans of writers that are gone, to
@@ -156,12 +158,8 @@ class ResultStore:
     def _damage(self, path: Path) -> str | None:
         """None when the part's data reads through (page checksums verified where written), else why not;
         a part that read through before, unchanged since, is not read again (`_verified.json`)."""
-        if self._verified is None:
-            try:
-                loaded = json.loads((self.root / VERIFIED).read_text(encoding="utf-8"))
-                self._verified = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError):
-                self._verified = {}
+        self._load_verified()
+        assert self._verified is not None
         stat = path.stat()
         key, mark = str(path.relative_to(self.root)), [stat.st_size, stat.st_mtime_ns]
         if self._verified.get(key) == mark:
@@ -300,6 +298,24 @@ class ResultStore:
         with open(temp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temp, final)
+        self._written(final)
+
+    def _written(self, path: Path) -> None:
+        """Count a part this store just wrote and synced as read through (its bytes are the ones written:
+        reading them back would verify what this process holds); saved with `_verified.json`."""
+        self._load_verified()
+        assert self._verified is not None
+        stat = path.stat()
+        self._verified[str(path.relative_to(self.root))] = [stat.st_size, stat.st_mtime_ns]
+        self._verified_changed = True
+
+    def _load_verified(self) -> None:
+        if self._verified is None:
+            try:
+                loaded = json.loads((self.root / VERIFIED).read_text(encoding="utf-8"))
+                self._verified = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self._verified = {}
 
     # -- housekeeping ----------------------------------------------------------------------------
 
@@ -351,8 +367,9 @@ class ResultStore:
         return target
 
     def close(self) -> None:
-        """Give up this writer's claim (also done by the process ending)."""
+        """Give up this writer's claim (also done by the process ending) and save which parts it wrote."""
         with store_lock(self.root):
+            self._save_verified()
             self.claimant.close()
 
 

@@ -89,13 +89,18 @@ def cell_table(
         events = events.assign(session_id=events["cell_id"].map(by_cell)) if len(events) else events
     items = sessions.values() if isinstance(sessions, Mapping) else sessions
     by_id = keys.sessions(items) if items is not None else session_map(None)
+    # cells whose replays came out the same (configs that compacted alike) are measured once
+    twins = _twins(steps, events)
+    if len(twins):
+        steps = steps[~steps["cell_id"].isin(twins["cell_id"])]
+        events = events[~events["cell_id"].isin(twins["cell_id"])] if len(events) else events
     no_events = events if len(events) else None
     if "savings" in metrics and len(steps):
-        saving = savings_sessions(steps, no_events)
+        saving = _with_twins(savings_sessions(steps, no_events), twins)
         keep = [c for c in _SAVINGS_EXTRA if c in saving.columns and c not in table.columns]
         table = table.merge(saving[[*KEYS, *keep]], on=KEYS, how="left")
     if "validity" in metrics and len(steps):
-        valid = validity_sessions(steps, no_events)
+        valid = _with_twins(validity_sessions(steps, no_events), twins)
         keep = [
             c
             for c in (
@@ -109,7 +114,7 @@ def cell_table(
         ]
         table = table.merge(valid[[*KEYS, *keep]], on=KEYS, how="left")
     if "cost" in metrics and len(steps):
-        money = cost_sessions(steps, no_events, by_id or None, pricing=load_pricing())
+        money = _with_twins(cost_sessions(steps, no_events, by_id or None, pricing=load_pricing()), twins)
         keep = [
             c
             for c in ("cost_usd", "cost_per_1k_steps", "summarizer_cost_usd", "memory_cost_usd", "memory_extractions")
@@ -118,7 +123,7 @@ def cell_table(
         table = table.merge(money[[*KEYS, *keep]], on=KEYS, how="left")
     if "references" in metrics and by_id and len(steps):
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
-        fid = fidelity_sessions(per_event, steps)
+        fid = _with_twins(fidelity_sessions(per_event, steps), twins)
         keep = [
             c
             for c in (
@@ -137,13 +142,76 @@ def cell_table(
         from ..metrics.expected_recovery import expected_recovery, expected_recovery_sessions
 
         available = steps[steps["session_id"].isin(by_id)]
-        rec = expected_recovery_sessions(expected_recovery(by_id, events, available), available, by_id)
+        rec = _with_twins(
+            expected_recovery_sessions(expected_recovery(by_id, events, available), available, by_id), twins
+        )
         table = table.merge(rec[[*KEYS, *RECOVERY_COLUMNS]], on=KEYS, how="left")
         if "cost_usd" in table.columns:
             table["total_cost_usd"] = pd.to_numeric(table["cost_usd"], errors="coerce") + pd.to_numeric(
                 table["recovery_cost_usd"], errors="coerce"
             )
     return with_labels(keys.restore(table))
+
+
+#: Columns that name a cell rather than say what its replay did.
+_IDENTITY = frozenset({"cell_id", "config_hash", "batch", "written_at", "label"})
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a row value (list columns, as lists or the arrays parquet reads back)."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        items = tuple(value)
+        try:
+            hash(items)
+        except TypeError:  # nested lists
+            return tuple(_frozen(v) for v in items)
+        return items
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return value
+
+
+def _twins(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """``(session_id, strategy, config_hash, cell_id, twin_of)`` of every cell whose steps and events rows,
+    but for the columns naming the cell, equal an earlier cell's of the same session and strategy
+    (``twin_of``: that cell's ``config_hash``). Steps rows compare by a 64-bit hash per row, events rows
+    by value."""
+    columns = ["session_id", "strategy", "config_hash", "cell_id", "twin_of"]
+    if not len(steps) or "cell_id" not in steps.columns:
+        return pd.DataFrame(columns=columns)
+    content = [c for c in steps.columns if c not in _IDENTITY]
+    hashed = pd.util.hash_pandas_object(steps[content].astype(object), index=False).to_numpy()
+    rows: dict[Any, list[Any]] = {}
+    for cell, value in zip(steps["cell_id"], hashed, strict=True):
+        rows.setdefault(cell, []).append(int(value))
+    if len(events) and "cell_id" in events.columns:
+        fields = [c for c in events.columns if c not in _IDENTITY]
+        for cell, *values in zip(events["cell_id"], *(events[c] for c in fields), strict=True):
+            rows.setdefault(cell, []).append(tuple(_frozen(v) for v in values))
+    cells = steps.drop_duplicates("cell_id")[["session_id", "strategy", "config_hash", "cell_id"]]
+    first: dict[tuple[Any, ...], Any] = {}
+    out = []
+    for session, strategy, config, cell in cells.itertuples(index=False):
+        key = (session, strategy, tuple(rows.get(cell, ())))
+        if key in first:
+            out.append((session, strategy, config, cell, first[key]))
+        else:
+            first[key] = config
+    return pd.DataFrame(out, columns=columns)
+
+
+def _with_twins(frame: pd.DataFrame, twins: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (one row per session × strategy × config_hash) with a copy of its row for each twin."""
+    if not len(twins) or frame.empty:
+        return frame
+    mapping = twins[["session_id", "strategy", "twin_of", "config_hash"]].rename(
+        columns={"config_hash": "_twin", "twin_of": "config_hash"}
+    )
+    copies = frame.merge(mapping, on=["session_id", "strategy", "config_hash"], how="inner")
+    copies = copies.assign(config_hash=copies["_twin"]).drop(columns="_twin")
+    return pd.concat([frame, copies], ignore_index=True)
 
 
 def with_labels(frame: pd.DataFrame) -> pd.DataFrame:

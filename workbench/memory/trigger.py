@@ -87,6 +87,13 @@ class ExtractionTrigger:
         self.last_summarized_message_id: str | None = None
         self.extractions = 0
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when in the same state: `workbench.replay.replay_group` replays configs whose states
+        come out of a compaction equal once."""
+        return type(other) is type(self) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable state
+
     def should_extract(self, messages: Sequence[Record], tokens: int) -> bool:
         """``shouldExtractMemory`` (docs §1.3 steps 2-7); marks the session initialized."""
         if not self.initialized:

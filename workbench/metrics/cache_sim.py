@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -96,10 +97,17 @@ class SessionCallInfo:
 
     def recorded(self, step: int) -> tuple[int, int, int] | None:
         """``(prompt, cache_read, input_tokens)`` recorded for ``step``, or None."""
-        usage = self.usage[step] if 0 <= step < len(self.usage) else None
-        if not usage:
-            return None
-        return prompt_tokens(usage), int(usage.get("cache_read_input_tokens") or 0), int(usage.get("input_tokens") or 0)
+        return self._recorded[step] if 0 <= step < len(self._recorded) else None
+
+    @cached_property
+    def _recorded(self) -> list[tuple[int, int, int] | None]:
+        """`recorded` of every step, read once (every cell of a session's configs asks for each step)."""
+        return [
+            (prompt_tokens(u), int(u.get("cache_read_input_tokens") or 0), int(u.get("input_tokens") or 0))
+            if u
+            else None
+            for u in self.usage
+        ]
 
     def miss(self, step: int) -> tuple[int, int] | None:
         """An observed miss at ``step``: ``(recorded read, invalidated suffix)``, else None."""

@@ -47,6 +47,13 @@ def content_carried(content: str, carrier: str) -> bool:
     """True when ``carrier`` holds ``content`` (at least half of its content lines, or all of a short one)."""
     if not content.strip() or not carrier:
         return False
+    return _carried(content, carrier)
+
+
+@lru_cache(maxsize=65_536)
+def _carried(content: str, carrier: str) -> bool:
+    """`content_carried` of two non-empty texts, remembered: the configs of a tune that compact alike write
+    the same summary, and each checks the same results against it."""
     flat = _flat(carrier)
     lines = _content_lines(content)
     if not lines:

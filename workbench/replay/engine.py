@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -468,11 +468,16 @@ def replay_process(
 def replay_group(
     session: Session, strategies: Sequence[Strategy], *, estimator: str = "claude-rough"
 ) -> list[ReplayResult]:
-    """Replay ``strategies`` over one session, sharing the prefix before their first compaction.
+    """Replay ``strategies`` over one session, sharing every stretch of calls on which they agree.
 
     The strategies must be *prefix-equivalent* (`workbench.strategies.prefix_key` equal): one class,
-    configs differing only in its ``compaction_only`` keys. Results equal independent `replay_session`
-    calls (a test checks it). Raises ValueError for strategies that are not prefix-equivalent.
+    configs differing only in its ``compaction_only`` keys, so they decide alike until a compaction. The
+    group is one branch until its first compaction; there each strategy compacts from the state before
+    that call, and the strategies whose compactions come out the same (the same context, sizes, rows and
+    strategy state) go on as one branch, to split again at their next compaction (a grid whose
+    ``max_tokens`` never binds replays each ``min_tokens`` once). Results equal independent
+    `replay_session` calls (a test checks it). Raises ValueError for strategies that are not
+    prefix-equivalent.
     """
     from ..strategies.base import prefix_key
 
@@ -482,23 +487,93 @@ def replay_group(
     if len(keys) > 1:
         raise ValueError(f"replay_group needs prefix-equivalent strategies, got {len(keys)} groups")
     prepared = _Prepared(session, strip=strategies[0].strips_recorded, estimator=estimator)
-    lead = _Cursor(prepared, strategies[0])
-    calls = len(prepared.calls)
-    first = next((index for index in range(calls) if lead.step(index)), None)
-    for index in range(first + 1 if first is not None else calls, calls):
-        lead.step(index)
-    if first is None:  # no compaction anywhere: every strategy's replay is the lead's
-        done = lead.finish()
-        return [done, *(_relabeled(done, strategy) for strategy in strategies[1:])]
-    cursors = [lead]
-    if len(strategies) > 1:  # replay the shared prefix once more, then let each strategy go its own way
-        prefix = _Cursor(prepared, strategies[0])
-        for index in range(first):
-            if prefix.step(index):
-                raise RuntimeError(f"{strategies[0].name} is not deterministic: compacted at {index} < {first}")
-        for strategy in strategies[1:]:
-            cursor = prefix.fork(strategy)
-            for index in range(first, calls):
-                cursor.step(index)
-            cursors.append(cursor)
-    return [cursor.finish() for cursor in cursors]
+    results: list[ReplayResult | None] = [None] * len(strategies)
+    # branches to walk: (the strategies' positions, the cursor of the first at call `start`, start)
+    branches: list[tuple[list[int], _Cursor, int]] = [
+        (list(range(len(strategies))), _Cursor(prepared, strategies[0]), 0)
+    ]
+    while branches:
+        members, cursor, start = branches.pop()
+        split = _walk_branch(cursor, start, [strategies[m] for m in members[1:]])
+        if split is None:  # the branch ran to the end: every member's replay is its cursor's
+            done = cursor.finish()
+            for m in members:
+                results[m] = done if strategies[m] is cursor.strategy else _relabeled(done, strategies[m])
+            continue
+        index, classes = split
+        for lead, positions in classes:
+            branches.append(([members[p] for p in positions], lead, index + 1))
+    assert all(r is not None for r in results)
+    return [r for r in results if r is not None]
+
+
+#: Calls between the copies of a branch's state that its other strategies start their compaction from.
+CHECKPOINT_EVERY = 32
+
+
+def _walk_branch(
+    cursor: _Cursor, start: int, others: Sequence[Strategy]
+) -> tuple[int, list[tuple[_Cursor, list[int]]]] | None:
+    """Step ``cursor`` from call ``start`` on. With ``others`` (strategies deciding as its own does until a
+    compaction), stop at its first compaction: each other compacts from a copy of the state before that
+    call, and the cursors are grouped by outcome. Returns (the call, [(cursor, positions in [cursor's
+    strategy, *others])]) or None when the cursor reached the end."""
+    calls = len(cursor.p.calls)
+    checkpoint = (start, cursor.fork(cursor.strategy)) if others else None
+    for index in range(start, calls):
+        if checkpoint is not None and index - checkpoint[0] >= CHECKPOINT_EVERY:
+            checkpoint = (index, cursor.fork(cursor.strategy))
+        if not cursor.step(index) or checkpoint is None:
+            continue
+        at, saved = checkpoint
+        before = saved.fork(saved.strategy)
+        for earlier in range(at, index):
+            if before.step(earlier):
+                raise RuntimeError(f"{cursor.strategy.name} is not deterministic: compacted at {earlier} < {index}")
+        classes: list[tuple[_Cursor, list[int]]] = [(cursor, [0])]
+        for position, strategy in enumerate(others, start=1):
+            mine = before.fork(strategy)
+            mine.step(index)
+            same = next((group for lead, group in classes if _same_outcome(lead, mine)), None)
+            if same is not None:
+                same.append(position)
+            else:
+                classes.append((mine, [position]))
+        return index, classes
+    return None
+
+
+def _same_outcome(a: _Cursor, b: _Cursor) -> bool:
+    """Whether two cursors that stepped the same call from the same state go on alike: the same context
+    (the same records; those a compaction made, equal ones), sizes, bookkeeping, rows (but for the
+    strategy's name) and strategy state. Any doubt (a state that cannot be compared) says no: the two then
+    replay apart, as they would alone."""
+    try:
+        return (
+            len(a.context) == len(b.context)
+            and all(x is y or x == y for x, y in zip(a.context, b.context, strict=True))  # new records: by value
+            and (a.removed, a.added, a.pending, a.diverged, a.checked)
+            == (b.removed, b.added, b.pending, b.diverged, b.checked)
+            and a.fresh == b.fresh
+            and a.reproduced == b.reproduced
+            and _same_kept(a.kept_index, b.kept_index)
+            and len(a.result.steps) == len(b.result.steps)
+            and len(a.result.events) == len(b.result.events)
+            and _same_row(a.result.steps[-1], b.result.steps[-1])
+            and all(_same_row(x, y) for x, y in zip(a.result.events, b.result.events, strict=True))
+            and bool(a.state == b.state)
+        )
+    except Exception:  # a state whose comparison fails is simply not shared
+        return False
+
+
+def _same_kept(a: KeptIndex | None, b: KeptIndex | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.count == b.count and a.absent == b.absent
+
+
+def _same_row(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    return all(a[k] is b[k] or bool(a[k] == b[k]) for k in a if k != "strategy")
