@@ -28,12 +28,18 @@ def resolve(spec: str | Path | Mapping[str, Any] | ResolvedSpec) -> ResolvedSpec
     return load_spec(Path(spec).expanduser())
 
 
-def runs_from_store(result: SweepResult, plan: SweepPlan, sessions: Sessions) -> Runs:
-    """`Runs` over the stored cells of one sweep (their frames labelled, in the spec's order)."""
+def runs_from_store(
+    result: SweepResult,
+    plan: SweepPlan,
+    sessions: Sessions,
+    frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None = None,
+) -> Runs:
+    """`Runs` over the stored cells of one sweep (their frames labelled, in the spec's order); ``frames``:
+    its ``(cells, steps, events)`` when the caller already read them from the store."""
     from ..experiments.store import ResultStore
     from ..experiments.tables import sweep_frames, with_labels
 
-    cells, steps, events = sweep_frames(ResultStore(result.store), result.cell_ids)
+    cells, steps, events = frames if frames is not None else sweep_frames(ResultStore(result.store), result.cell_ids)
     cells = with_labels(cells)
     order = {cell.id: i for i, cell in enumerate(plan.cells)}
     ordered = cells.assign(_o=cells["cell_id"].map(order)).sort_values("_o", kind="stable")

@@ -380,4 +380,5 @@ def run_tune(
         plan=plan,
         per_session=per_session.reset_index(drop=True),
         baseline=baseline_rows.reset_index(drop=True),
+        frames=(cells, steps, events),
     )

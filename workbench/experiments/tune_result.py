@@ -46,6 +46,8 @@ class TuneResult:
     per_session: pd.DataFrame | None = None
     #: The baseline's per-session rows (``spec.baseline``, replayed over the same sessions).
     baseline: pd.DataFrame | None = None
+    #: The sweep's ``(cells, steps, events)`` as read from the store once, for ``wb.tune``'s `Runs`.
+    frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None = field(default=None, repr=False)
 
     @property
     def config(self) -> dict[str, Any] | None:

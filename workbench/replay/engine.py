@@ -508,7 +508,7 @@ def replay_group(
 
 
 #: Calls between the copies of a branch's state that its other strategies start their compaction from.
-CHECKPOINT_EVERY = 32
+CHECKPOINT_EVERY = 8
 
 
 def _walk_branch(
