@@ -69,7 +69,7 @@ OPTIONS = {
         "--json",
     },
     "tune": {"--executor", "--workers", "--store", "--plot", "--json"},
-    "advise": {"--executor", "--workers", "--store", "--json", "--format"},
+    "advise": {"--executor", "--workers", "--store", "--html", "--json", "--format"},
     "demo": {"--out", "--executor", "--workers", "--json"},
     "notebooks": {"--force", "--json"},
 }

@@ -234,9 +234,11 @@ def advise(
     store: Path | None = None,
     as_json: bool = False,
     fmt: str | None = None,
+    html: Path | None = None,
 ) -> None:
-    """Weigh Claude Code's compaction settings on these histories: what happened, each setting paired against
-    it in dollars and expected re-acquisition with 95% intervals, and a verdict."""
+    """Weigh Claude Code's compaction settings on these histories: what happened, each setting (thresholds,
+    /compact by hand, session-memory compaction) paired against it in dollars and expected re-acquisition with
+    95% intervals, and a verdict; ``--html`` also writes the report with its plot."""
     from .. import _public
     from ..experiments.executors import executor_kind
 
@@ -252,7 +254,12 @@ def advise(
         advice = _public.advise(corpus, store=store, executor=executor, workers=workers, progress=not as_json)
     except ValueError as exc:
         fail(str(exc), 2)
-    echo(json.dumps(advice.as_dict(), indent=2, default=str) if as_json else advice.render())
+    data = advice.as_dict()
+    if html is not None:
+        data["html"] = str(advice.write_html(html))
+    echo(json.dumps(data, indent=2, default=str) if as_json else advice.render())
+    if html is not None and not as_json:
+        echo(f"report: {html}")
 
 
 _STORE = arg("--store", type=Path, metavar="DIR", help="Result store folder (default results/<spec name>/store).")
@@ -311,6 +318,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--executor", default="local", metavar="EXECUTOR", help=_EXECUTORS),
             arg("--workers", type=at_least_one, metavar="N", help="Worker processes (default: CPU count)."),
             arg("--store", type=Path, metavar="DIR", help="Result store folder (default: the workbench cache)."),
+            arg("--html", type=Path, metavar="FILE", help="Also write the report with its plot as one HTML page."),
             JSON,
             FORMAT,
         ),

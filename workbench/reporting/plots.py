@@ -314,6 +314,16 @@ def save(fig: Figure, path: str, *, dpi: int = 110) -> str:
     return path
 
 
+def save_svg(fig: Figure) -> str:
+    """``fig`` as SVG text (for a page that holds its plots), closed afterwards."""
+    import io
+
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
 def tune_front(
     table: pd.DataFrame,
     x: str = "saved_share",
@@ -388,3 +398,55 @@ def _short(label: str) -> str:
     """A config label without its strategy name (the plot is of one strategy)."""
     head, _, rest = label.partition(" ")
     return rest or head
+
+
+def advice_plot(settings: pd.DataFrame) -> Figure:
+    """`workbench advise`'s settings against what happened (the origin, drawn as a cross): each setting's
+    paired difference in dollars (x, ``d_total_cost_usd``) and in expected re-acquired tokens (y,
+    ``d_expected_recovery_tokens``), with their 95% intervals, one colour and marker per family, every point
+    labelled. Lower left of the origin is better on both."""
+    fig, ax = plt.subplots(figsize=(9, 6))
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.scatter([0], [0], marker="X", s=90, color="black", zorder=4, label="what happened")
+    families = list(dict.fromkeys(settings["family"])) if len(settings) and "family" in settings else []
+    for position, family in enumerate(families):
+        rows = settings[settings["family"] == family]
+        x = pd.to_numeric(rows["d_total_cost_usd"], errors="coerce")
+        y = pd.to_numeric(rows["d_expected_recovery_tokens"], errors="coerce")
+        color = PALETTE[position % len(PALETTE)]
+        xerr = np.vstack(
+            [x - pd.to_numeric(rows["d_total_cost_usd_low"]), pd.to_numeric(rows["d_total_cost_usd_high"]) - x]
+        )
+        yerr = np.vstack(
+            [
+                y - pd.to_numeric(rows["d_expected_recovery_tokens_low"]),
+                pd.to_numeric(rows["d_expected_recovery_tokens_high"]) - y,
+            ]
+        )
+        ax.errorbar(x, y, xerr=np.abs(xerr), yerr=np.abs(yerr), fmt="none", ecolor=color, alpha=0.35, linewidth=1)
+        ax.scatter(x, y, color=color, marker=MARKERS[position % len(MARKERS)], s=40, zorder=3, label=family)
+        labels: dict[tuple[float, float], list[str]] = {}  # settings with the same result share one label
+        for xv, yv, text in zip(x, y, rows["setting"], strict=True):
+            if pd.notna(xv) and pd.notna(yv):
+                labels.setdefault((round(float(xv), 2), round(float(yv))), []).append(_setting_label(str(text)))
+        for (xv, yv), texts in labels.items():
+            ax.annotate(" = ".join(texts), (xv, yv), fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.set_xlabel("cost vs what happened, USD (requests + summaries + expected re-acquisition; lower is better)")
+    ax.set_ylabel("expected re-acquired tokens vs what happened (lower is better)")
+    ax.set_title("Your settings against what happened (95% intervals over sessions)")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def _setting_label(setting: str) -> str:
+    """A short point label for an advise setting (``PCT=60``, ``WINDOW=150000``, ``SM 20,000-80,000``)."""
+    import re
+
+    out = setting.replace("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "PCT").replace("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "WINDOW")
+    out = out.replace("ENABLE_CLAUDE_CODE_SM_COMPACT=1, keep window ", "SM ").replace(
+        "ENABLE_CLAUDE_CODE_SM_COMPACT=1", "SM"
+    )
+    out = out.replace(" (remote config)", "")
+    return re.sub(r"/compact by hand at the next turn past (\S+) of the window", r"/compact \1", out)

@@ -79,6 +79,13 @@ def version_row(version: str, view: ContextView) -> ClaudeCodeVersion:
 
 class FullCompactStrategyConfig(FullCompactConfig):
     version: str = Field("recorded", description="Claude Code version whose constants apply: recorded or e.g. 2.1.88")
+    compact_by_hand_at: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="the user types /compact at the first new user turn once the context passes this % of the "
+        "window (a manual compaction; the automatic one still fires at its threshold)",
+    )
 
     @field_validator("version")
     @classmethod
@@ -228,9 +235,21 @@ class FullCompact(Strategy):
         return RefillGuard()
 
     def compact(self, view: ContextView, state: RefillGuard | None) -> Compaction | None:
-        return guarded(
-            state, view, self.trigger_for(view).fires(view), lambda v: full_compaction(v, self.config, trigger="auto")
-        )
+        trigger = self.trigger_for(view)
+        if self.by_hand(view, trigger):
+            return guarded(state, view, True, lambda v: full_compaction(v, self.config, trigger="manual"))
+        return guarded(state, view, trigger.fires(view), lambda v: full_compaction(v, self.config, trigger="auto"))
+
+    def by_hand(self, view: ContextView, trigger: AutoCompactTrigger) -> bool:
+        """``compact_by_hand_at``: a user who types ``/compact`` between turns once the context passes that
+        share of the window does it before the first call of a new user turn (never inside a tool loop),
+        as Goose's turn check finds it (`workbench.strategies.goose.turn_prompt`)."""
+        share = self.config.compact_by_hand_at
+        if share is None or view.tokens < trigger.context_window * share / 100:
+            return False
+        from .goose import turn_prompt
+
+        return turn_prompt(view) is not None
 
     def compact_manual(self, view: ContextView, state: Any) -> Compaction | None:
         """A recorded ``/compact``: compact now whatever the size (docs §5.1 step 13)."""
