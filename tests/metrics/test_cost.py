@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -99,7 +100,7 @@ def test_ttl_expiry_and_in_place_edit():
         }
     )
     info = _info(3)
-    info = SessionCallInfo(**{**info.__dict__, "times": [0.0, 1000.0, 1010.0], "rough_before": {"u": 4_000}})
+    info = replace(info, times=[0.0, 1000.0, 1010.0], rough_before={"u": 4_000})
     events = pd.DataFrame([{"kind": "microcompact", "step": 2, "keep_start": None, "dropped_uuids": ["u"]}])
     sim = simulate_cache(steps, events, info, static_prefix=1_000)
     assert sim["cache_read"].tolist() == [1_000, 0, 5_000]  # expired after 1000 s; edit at 1k + 4k
@@ -122,11 +123,11 @@ def _steps(prompts, without=None):
 
 
 def test_uncached_input_is_priced_as_input():
-    info = SessionCallInfo(**{**_info(1).__dict__, "usage": [_usage(0, 0, 3_000)], "caching": False})
+    info = replace(_info(1), usage=[_usage(0, 0, 3_000)], caching=False)
     sim = simulate_cache(_steps([3_000]), None, info)
     assert sim[["input_tokens", "cache_read", "cache_write"]].iloc[0].tolist() == [3_000, 0, 0]
     # with caching on, only the recorded uncached tail is input, the rest a 5-minute write
-    info = SessionCallInfo(**{**_info(1).__dict__, "usage": [_usage(0, 2_990, 10)]})
+    info = replace(_info(1), usage=[_usage(0, 2_990, 10)])
     sim = simulate_cache(_steps([3_000]), None, info)
     assert sim[["input_tokens", "cache_read", "cache_write"]].iloc[0].tolist() == [10, 0, 2_990]
 
@@ -134,19 +135,19 @@ def test_uncached_input_is_priced_as_input():
 def test_observed_misses_for_recorded_and_modelled_misses_for_others():
     # recorded: 10k, 20k (read 10k), then a miss that kept only 15k of the 20k prefix
     usage = [_usage(0, 10_000, 0), _usage(10_000, 10_000, 0), _usage(15_000, 9_000, 0)]
-    info = SessionCallInfo(**{**_info(3).__dict__, "usage": usage, "static_prefix": 0})
+    info = replace(_info(3), usage=usage, static_prefix=0)
     recorded = simulate_cache(_steps([10_000, 20_000, 24_000]), None, info, observed=True)
     assert recorded["cache_read"].tolist() == [0, 10_000, 15_000]
     # another strategy's context is 8k smaller at step 2: the same 5k most recent tokens are invalidated
     other = simulate_cache(_steps([10_000, 12_000, 16_000]), None, info)
     assert other["cache_read"].tolist() == [0, 10_000, 12_000 - 5_000]
     # no miss modelled where the recorded usage shows none
-    hit = SessionCallInfo(**{**info.__dict__, "usage": [*usage[:2], _usage(20_000, 4_000, 0)]})
+    hit = replace(info, usage=[*usage[:2], _usage(20_000, 4_000, 0)])
     assert simulate_cache(_steps([10_000, 12_000, 16_000]), None, hit)["cache_read"].tolist() == [0, 10_000, 12_000]
 
 
 def test_long_context_is_priced_in_the_simulation():
-    info = SessionCallInfo(**{**_info(1).__dict__, "models": ["claude-sonnet-4-20250514"], "output": [0]})
+    info = replace(_info(1), models=["claude-sonnet-4-20250514"], output=[0])
     frame = cost_steps(_steps([300_000]), None, {"x": Session(id="x", records=())})
     assert frame["cost_usd"].iloc[0] == pytest.approx(300_000 * 6.25 / 1e6)  # Opus 4.6 (default): no tier
     import workbench.metrics.cost as cost

@@ -4,6 +4,7 @@ summariser call for an SM-compaction whose summary is the notes file (docs §2.6
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,6 @@ from workbench.memory.fork import NO_EXTRACTION, ExtractionCall, edit_calls, edi
 from workbench.memory.prompt import build_update_prompt, default_memory_path
 from workbench.memory.template import SessionMemory
 from workbench.metrics import cost_sessions, savings_sessions, validity_sessions
-from workbench.metrics.cost import SessionCallInfo
 from workbench.replay import replay_frames, replay_session, replay_sessions
 from workbench.strategies import create
 from workbench.strategies.sm_compact import SMCompact
@@ -106,7 +106,7 @@ def test_an_hour_ttl_session_writes_at_the_hour_rate(monkeypatch: pytest.MonkeyP
     import workbench.metrics.cost as cost
 
     info = _info(4)
-    hour = SessionCallInfo(**{**info.__dict__, "ttl": 3_600.0})
+    hour = replace(info, ttl=3_600.0)
     monkeypatch.setattr(cost, "session_call_info", lambda session, strip=True: hour)
     sessions = {"x": Session(id="x", records=(), models=("claude-opus-4-6",))}
     row = cost_sessions(_steps(), _event(kind="sm-compact", summary_source="session-memory"), sessions).iloc[0]
