@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer
+from pydantic import BaseModel, ConfigDict, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
 
 from ..transcript.model import Record, canonical_json
 
@@ -40,9 +40,26 @@ NameSet = Annotated[frozenset[str], PlainSerializer(sorted, return_type=list[str
 
 
 class StrategyConfig(BaseModel):
-    """Base for every strategy config: frozen, unknown keys rejected, values validated."""
+    """Base for every strategy config: frozen, unknown keys rejected, values validated.
+
+    Some fields, left unset, are resolved at each call from the recording (`resolved_when_unset`: a
+    ``context_window`` field takes the window the recording proves, `for_window`; a trigger takes its
+    version's constants, `workbench.strategies.triggers.for_version`). A dump leaves those out unless they
+    were set, so a config written out (a sweep's ``config_json``, a cell's identity) and read back resolves
+    as the original did: writing ``context_window: 200000`` would pin a 1M-window session to 200k.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    #: Fields resolved at each call when not set (besides ``context_window``, which always is).
+    resolved_when_unset: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _without_unset_resolved(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        auto = self.resolved_when_unset | ({"context_window"} if "context_window" in type(self).model_fields else set())
+        return {k: v for k, v in data.items() if k not in auto or k in self.model_fields_set}
 
 
 C = TypeVar("C", bound=StrategyConfig)

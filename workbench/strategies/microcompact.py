@@ -73,6 +73,8 @@ class LegacyMicrocompactConfig(StrategyConfig):
     saves at least this many (20,000).
     """
 
+    resolved_when_unset = frozenset({"enabled"})  # from the version's row (the claude-code strategy)
+
     enabled: bool = True
     keep_recent: int = Field(3, ge=1)
     keep_tokens: int = Field(40_000, ge=0)
@@ -97,6 +99,8 @@ class TruncateConfig(StrategyConfig):
 
 class ToolResultBudgetConfig(StrategyConfig):
     """``DEFAULT_MAX_RESULT_SIZE_CHARS`` / ``MAX_TOOL_RESULTS_PER_MESSAGE_CHARS`` (docs §3.7)."""
+
+    resolved_when_unset = frozenset({"enabled", "max_result_chars"})  # from the version's row
 
     enabled: bool = True
     max_result_chars: int = Field(50_000, gt=0)

@@ -54,6 +54,22 @@ class AutoCompactTrigger(StrategyConfig):
     """Auto-compact trigger. ``pct_of_window`` replaces Claude Code's rule by a plain share of the
     window (the article's 60% / 80% staging); otherwise the threshold is Claude Code's."""
 
+    #: What `for_version` takes from the version's row and the model when not set (`_resolved`).
+    resolved_when_unset = frozenset(
+        {
+            "context_window",
+            "max_output_tokens",
+            "summary_output_reserve",
+            "buffer_tokens",
+            "warning_buffer_tokens",
+            "manual_buffer_tokens",
+            "blocking_base",
+            "max_consecutive_failures",
+            "measure",
+            "auto_compact",
+        }
+    )
+
     context_window: int = Field(MODEL_CONTEXT_WINDOW_DEFAULT, gt=0)
     auto_compact_window: int | None = Field(None, gt=0, description="CLAUDE_CODE_AUTO_COMPACT_WINDOW")
     max_output_tokens: int = Field(32_000, gt=0, description="the model's default max_tokens")
