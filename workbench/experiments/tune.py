@@ -366,6 +366,7 @@ def run_tune(
         notes.append(f"{n} sessions: bootstrap intervals over so few sessions are wide and approximate")
     if result.grid_points_skipped:
         notes.append(f"{result.grid_points_skipped} grid points rejected by {spec.strategy}'s config (skipped)")
+    notes = list(dict.fromkeys(notes))  # a note reached by two paths is said once
     return TuneResult(
         spec,
         table.reset_index(drop=True),
