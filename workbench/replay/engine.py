@@ -251,10 +251,11 @@ class _Cursor:
             found = late if late is not None and late.position not in self.reproduced else None
         return found
 
-    def fork(self, strategy: Strategy) -> _Cursor:
+    def fork(self, strategy: Strategy, *, rows: bool = True) -> _Cursor:
         """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists are
         copied, records are shared (immutable: their ``__deepcopy__`` returns them, and the engine keys
-        its tables by their identity)."""
+        its tables by their identity). ``rows=False`` leaves the copy's result empty (a checkpoint, whose
+        rows so far are a prefix of this cursor's)."""
         clone = copy.copy(self)
         clone.strategy = strategy
         clone.state = copy.deepcopy(self.state, {id(self.p): self.p, id(self.strategy): strategy})
@@ -263,7 +264,12 @@ class _Cursor:
         clone.kept_index = self.kept_index.copy() if self.kept_index is not None else None
         clone.fresh = set(self.fresh)
         clone.reproduced = set(self.reproduced)
-        clone.result = _relabeled(self.result, strategy)
+        if rows:
+            clone.result = _relabeled(self.result, strategy)
+        else:
+            clone.result = ReplayResult(
+                self.result.session_id, self.result.source, strategy.name, facts=self.result.facts
+            )
         clone.checker = IncrementalCheck()
         clone.checked = None
         return clone
@@ -519,14 +525,20 @@ def _walk_branch(
     call, and the cursors are grouped by outcome. Returns (the call, [(cursor, positions in [cursor's
     strategy, *others])]) or None when the cursor reached the end."""
     calls = len(cursor.p.calls)
-    checkpoint = (start, cursor.fork(cursor.strategy)) if others else None
+
+    def snapshot(index: int) -> tuple[int, _Cursor, int, int]:  # the rows so far are the cursor's: counted
+        return index, cursor.fork(cursor.strategy, rows=False), len(cursor.result.steps), len(cursor.result.events)
+
+    checkpoint = snapshot(start) if others else None
     for index in range(start, calls):
         if checkpoint is not None and index - checkpoint[0] >= CHECKPOINT_EVERY:
-            checkpoint = (index, cursor.fork(cursor.strategy))
+            checkpoint = snapshot(index)
         if not cursor.step(index) or checkpoint is None:
             continue
-        at, saved = checkpoint
-        before = saved.fork(saved.strategy)
+        at, saved, steps_then, events_then = checkpoint
+        before = saved.fork(saved.strategy, rows=False)
+        before.result.steps = cursor.result.steps[:steps_then]  # rows are never changed once written
+        before.result.events = cursor.result.events[:events_then]
         for earlier in range(at, index):
             if before.step(earlier):
                 raise RuntimeError(f"{cursor.strategy.name} is not deterministic: compacted at {earlier} < {index}")
