@@ -120,6 +120,8 @@ def bootstrap_intervals(
     rows are resampled in a canonical order (`canonical`): the same sessions give the same interval whatever
     order a store's part files or a corpus walk gave them."""
     rows = []
+    # every metric of every group of n sessions draws the same resamples (a generator seeded alike): drawn once
+    drawn: dict[int, np.ndarray] = {}
     for keys, frame in table.groupby(list(group), sort=True, dropna=False):
         frame = canonical(frame)
         keys = keys if isinstance(keys, tuple) else (keys,)
@@ -129,8 +131,10 @@ def bootstrap_intervals(
             low = high = None
             if values is not None:
                 num, den = values
-                rng = np.random.default_rng(seed)
-                index = rng.integers(0, len(num), size=(resamples, len(num)))
+                index = drawn.get(len(num))
+                if index is None:
+                    rng = np.random.default_rng(seed)
+                    index = drawn[len(num)] = rng.integers(0, len(num), size=(resamples, len(num)))
                 draws = _statistic(num[index], den[index] if den is not None else None, METRICS[metric][2])
                 low, high = _interval(draws, level)
             row[f"{metric}_ci_low"] = low
