@@ -17,8 +17,8 @@ and ``claude-code-more`` (42 sessions) with that spec's grid, or, without the co
 earlier measurement helps a later one) after the same warm-up: the corpus loaded and replayed once
 through ``none``, which fills the token-count cache the replays read (the parsed-session and token caches
 on disk are warm for every measurement alike). Single process work throughout (``executor="inline"``);
-each time is the best of ``REPEATS`` runs, so a neighbour's load on a shared two-core machine moves the
-ratios less.
+each time is the best of ``REPEATS`` runs, and the two sides of a ratio alternate, so a neighbour's load on a
+shared two-core machine moves the ratios less.
 """
 
 from __future__ import annotations
@@ -94,20 +94,15 @@ def _run_child(kind: str, paths: list[str], space: dict[str, list[Any]], extra: 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _best(kind: str, paths: list[str], space: dict[str, list[Any]], extra: str = "") -> dict[str, Any]:
-    return min((_run_child(kind, paths, space, extra) for _ in range(REPEATS)), key=lambda r: r["seconds"])
-
-
 def _cli(*args: str) -> float:
+    """Seconds of one ``workbench`` command run as its own process."""
     command = [sys.executable, "-m", "workbench.cli", *args]
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
-        times.append(time.perf_counter() - started)
-        if out.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr[-2000:]}")
-    return min(times)
+    started = time.perf_counter()
+    out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
+    seconds = time.perf_counter() - started
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr[-2000:]}")
+    return seconds
 
 
 def _verdict(name: str, ratio: float, target: float, detail: str) -> bool:
@@ -127,9 +122,15 @@ def main() -> None:
 def _measure(tmp: Path) -> None:
     paths, space, described = _setting()
     print(f"corpus: {described}")
-    tune = _best("tune", paths, space)
-    configs = json.dumps(tune["configs"])
-    independent = _best("independent", paths, space, configs)
+    # the two sides alternate, so a neighbour's load drifting over the run hits both alike
+    tunes, alone = [_run_child("tune", paths, space)], []
+    configs = json.dumps(tunes[0]["configs"])
+    for repeat in range(REPEATS):
+        alone.append(_run_child("independent", paths, space, configs))
+        if repeat + 1 < REPEATS:
+            tunes.append(_run_child("tune", paths, space))
+    tune = min(tunes, key=lambda r: r["seconds"])
+    independent = min(alone, key=lambda r: r["seconds"])
     n = len(tune["configs"])
     tune_met = _verdict(
         "tune",
@@ -140,8 +141,11 @@ def _measure(tmp: Path) -> None:
     )
 
     folder = tmp / "replay"
-    replay_cli_s = _cli("replay", *paths, "--strategy", "sm-compact", "--out", str(folder), "--force")
-    report_cli_s = _cli("report", str(folder))
+    replay_runs, report_runs = [], []
+    for _ in range(REPEATS):  # alternating, as above
+        replay_runs.append(_cli("replay", *paths, "--strategy", "sm-compact", "--out", str(folder), "--force"))
+        report_runs.append(_cli("report", str(folder)))
+    replay_cli_s, report_cli_s = min(replay_runs), min(report_runs)
     report_met = _verdict(
         "report",
         report_cli_s / replay_cli_s,
