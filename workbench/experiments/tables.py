@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..metrics.identity import SessionKeys
-from .spec import METRIC_FAMILIES
+from .spec import METRIC_FAMILIES, REFERENCE_COLUMNS
 from .store import ResultStore
 
 __all__ = ["cell_table", "config_table", "flatten_config", "sweep_frames", "with_labels", "write_parquet"]
@@ -124,18 +124,7 @@ def cell_table(
     if "references" in metrics and by_id and len(steps):
         per_event = fidelity(by_id, events) if len(events) else pd.DataFrame()
         fid = _with_twins(fidelity_sessions(per_event, steps), twins)
-        keep = [
-            c
-            for c in (
-                "needed_facts",
-                "needed_facts_kept",
-                "dropped_facts",
-                "dropped_facts_kept",
-                "needed_recall",
-                "dropped_recall",
-            )
-            if c in fid.columns
-        ]
+        keep = [c for c in REFERENCE_COLUMNS if c in fid.columns]
         table = table.merge(fid[[*KEYS, *keep]], on=KEYS, how="left")
     if "fidelity" in metrics and by_id and len(steps):
         from ..metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
