@@ -107,7 +107,7 @@ def tune(
 
 def _with_runs(result: TuneResult, sessions: Sessions | None) -> TuneResult:
     chosen = Sessions(result.plan.sessions, paths=sessions.paths if sessions is not None else result.plan.spec.corpus)
-    result.runs = runs_from_store(result.sweep, result.plan, chosen, result.frames)
+    result.runs_factory = lambda: runs_from_store(result.sweep, result.plan, chosen)
     return result
 
 

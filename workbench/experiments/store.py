@@ -40,13 +40,14 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .claims import Claimant, live_claims, store_lock
@@ -64,6 +65,18 @@ def _batch_of(path: Path) -> str:
     """``part-<batch>.parquet`` or ``.part-<batch>.parquet.tmp`` → ``<batch>``."""
     name = path.name.removeprefix(".").removeprefix("part-")
     return name.removesuffix(".tmp").removesuffix(".parquet")
+
+
+def _concat(tables: Sequence[pa.Table]) -> pa.Table | None:
+    tables = [t for t in tables if t.num_rows]
+    return pa.concat_tables(tables, promote_options="permissive") if tables else None
+
+
+def _inside(frame: pd.DataFrame, key: Sequence[str], sessions: set[Any]) -> Any:
+    """Which rows of ``frame`` belong to ``sessions`` (tuples of the ``key`` columns)."""
+    if not len(frame):
+        return pd.Series([], dtype=bool).to_numpy()
+    return pd.MultiIndex.from_frame(frame[list(key)]).isin(list(sessions))
 
 
 def _owner_of(batch: str) -> str | None:
@@ -231,6 +244,68 @@ class ResultStore:
 
     def events(self, cells: pd.DataFrame | None = None) -> pd.DataFrame:
         return self._rows("events", self.cells() if cells is None else cells)
+
+    def session_parts(
+        self, cells: pd.DataFrame, *, rows: int = 50_000
+    ) -> Iterator[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]:
+        """``(cells, steps, events)`` of ``cells`` (`cells` rows) a few whole sessions at a time, so a caller
+        measuring them holds about ``rows`` step rows and the largest session's, not the whole store's.
+
+        The batches are read one at a time, oldest first; a session (``session_id``, ``file``) is given once
+        the last batch holding one of its cells has been read, with every row of its cells, together with
+        the other sessions ready by then, once they reach ``rows`` step rows or the batches run out (a sweep
+        stores the cells of one session computed in one run in one batch, so a session is seldom held across
+        batches)."""
+        if cells.empty:
+            return
+        rank = {batch: n for n, batch in enumerate(self.batches())}
+        key = ["session_id", "file"] if "file" in cells.columns else ["session_id"]
+        cells = cells.assign(_session=list(cells[key].itertuples(index=False, name=None)))
+        cells = cells.assign(_rank=cells["batch"].map(rank))
+        last = cells.groupby("_session", sort=False)["_rank"].max().to_dict()
+        order = sorted(set(cells["_rank"]))
+        steps: list[pa.Table] = []
+        events: list[pa.Table] = []
+        held: set[Any] = set()
+
+        def part(ready: set[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+            nonlocal steps, events
+            whole = [_concat(tables) for tables in (steps, events)]
+            frames = [table.to_pandas() if table is not None else pd.DataFrame() for table in whole]
+            if ready == held:
+                steps, events = [], []
+            else:  # some sessions wait for a later batch: their rows stay
+                inside = [_inside(frame, key, ready) for frame in frames]
+                frames = [frame[mask].reset_index(drop=True) for frame, mask in zip(frames, inside, strict=True)]
+                steps, events = (
+                    [table.filter(pa.array(~mask))] if table is not None else []
+                    for table, mask in zip(whole, inside, strict=True)
+                )
+            held.difference_update(ready)
+            chosen = cells[cells["_session"].isin(ready)].drop(columns=["_session", "_rank"]).reset_index(drop=True)
+            return chosen, frames[0], frames[1]
+
+        gathered = 0
+        for position in order:
+            here = cells[cells["_rank"] == position]
+            batch, ids = here["batch"].iloc[0], pa.array(list(here["cell_id"]), type=pa.string())
+            for table, kept in (("steps", steps), ("events", events)):
+                path = self.root / table / f"part-{batch}.parquet"
+                try:
+                    data = conform(table, pq.read_table(path)) if path.is_file() else None
+                except _READ_ERRORS as exc:
+                    self.problems.append(f"{path}: unreadable ({_reason(exc)}): skipped")
+                    data = None
+                if data is not None and data.num_rows:
+                    kept.append(data.filter(pc.is_in(data["cell_id"], value_set=ids)))
+            held.update(here["_session"])
+            gathered += steps[-1].num_rows if steps else 0
+            if gathered < rows and position != order[-1]:
+                continue
+            ready = {name for name in held if last[name] <= position}
+            if ready:
+                yield part(ready)
+                gathered = sum(table.num_rows for table in steps)
 
     def failures(self) -> pd.DataFrame:
         """The latest failure of every cell that failed and has not been computed since."""

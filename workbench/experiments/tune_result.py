@@ -8,7 +8,7 @@ without touching how the front and the recommendation are computed; the search o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,14 +40,22 @@ class TuneResult:
     #: The sweep behind it (`SweepResult`, `SweepPlan`): ``wb.tune`` turns them into `Runs` (``.runs``).
     sweep: Any = None
     plan: Any = None
-    runs: Any = None
     #: One row per (config, session) of the tuned strategy, with the ``added_*`` columns: per-session and
     #: median views beside the pooled ``table``.
     per_session: pd.DataFrame | None = None
     #: The baseline's per-session rows (``spec.baseline``, replayed over the same sessions).
     baseline: pd.DataFrame | None = None
-    #: The sweep's ``(cells, steps, events)`` as read from the store once, for ``wb.tune``'s `Runs`.
-    frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None = field(default=None, repr=False)
+    #: What builds `runs` (set by ``wb.tune``): the replays' rows are read from the store on first use, so a
+    #: tune itself never holds every config's rows of every session.
+    runs_factory: Callable[[], Any] | None = field(default=None, repr=False)
+    _runs: Any = field(default=None, init=False, repr=False)
+
+    @property
+    def runs(self) -> Any:
+        """The replays as `workbench.Runs` (``wb.tune``; read from the store when first asked for), else None."""
+        if self._runs is None and self.runs_factory is not None:
+            self._runs = self.runs_factory()
+        return self._runs
 
     @property
     def config(self) -> dict[str, Any] | None:
