@@ -56,6 +56,8 @@ def _setting() -> tuple[list[str], dict[str, list[Any]], str]:
 
 def _child(kind: str, paths: list[str], space: dict[str, list[Any]], extra: str) -> dict[str, Any]:
     """One measurement in this (fresh) process; returns its seconds and what the parent needs."""
+    import pandas as pd
+
     import workbench as wb
 
     corpus = wb.load(paths, progress=False)
@@ -68,7 +70,8 @@ def _child(kind: str, paths: list[str], space: dict[str, list[Any]], extra: str)
             seconds = time.perf_counter() - started
         finally:
             shutil.rmtree(store.parent, ignore_errors=True)
-        configs = [[row.strategy, json.loads(row.config_json)] for row in result.runs.configs.itertuples(index=False)]
+        rows = pd.concat([result.per_session, result.baseline])[["strategy", "config_json"]].drop_duplicates()
+        configs = [[row.strategy, json.loads(row.config_json)] for row in rows.itertuples(index=False)]
         return {"seconds": seconds, "configs": configs, "sessions": len(corpus)}
     if kind == "independent":
         configs = [wb.strategy(name, config) for name, config in json.loads(extra)]

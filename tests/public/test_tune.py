@@ -187,3 +187,19 @@ def test_the_front_plot_has_a_cost_axis_labels_and_the_defaults(tmp_path):
     assert labels == {label.partition(" ")[2] or label for label in on_front}
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "defaults" in legend and any(t.startswith("recommended: ") for t in legend)
+
+
+def test_runs_are_read_on_first_use_and_a_deleted_store_is_named(tmp_path):
+    """``result.runs`` reads the replays' rows from the store when first asked for; a store deleted before
+    that is named in the error, not a KeyError from an empty table."""
+    import shutil
+
+    corpus = wb.load(ROOT / "data", progress=False)
+    space = {"min_tokens": [5_000, 20_000]}
+    kept = wb.tune(corpus, "sm-compact", space=space, store=tmp_path / "kept", executor="inline", progress=False)
+    assert kept._runs is None  # nothing read yet
+    assert kept.runs.summary().shape[0] == 2 + 1 + 1  # the grid, the base config and the baseline
+    gone = wb.tune(corpus, "sm-compact", space=space, store=tmp_path / "gone", executor="inline", progress=False)
+    shutil.rmtree(tmp_path / "gone")
+    with pytest.raises(FileNotFoundError, match="no longer holds the sweep's cells"):
+        gone.runs  # noqa: B018

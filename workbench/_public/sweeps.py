@@ -40,6 +40,10 @@ def runs_from_store(
     from ..experiments.tables import sweep_frames, with_labels
 
     cells, steps, events = frames if frames is not None else sweep_frames(ResultStore(result.store), result.cell_ids)
+    if cells.empty and result.cell_ids and result.cells_failed < len(result.cell_ids):
+        raise FileNotFoundError(
+            f"{result.store}: the store no longer holds the sweep's cells (deleted or moved since); run it again"
+        )
     cells = with_labels(cells)
     order = {cell.id: i for i, cell in enumerate(plan.cells)}
     ordered = cells.assign(_o=cells["cell_id"].map(order)).sort_values("_o", kind="stable")
