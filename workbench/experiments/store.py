@@ -258,7 +258,7 @@ class ResultStore:
         batches)."""
         if cells.empty:
             return
-        rank = {batch: n for n, batch in enumerate(self.batches())}
+        rank = {batch: n for n, batch in enumerate(sorted(set(cells["batch"])))}  # oldest first, as `batches`
         key = ["session_id", "file"] if "file" in cells.columns else ["session_id"]
         cells = cells.assign(_session=list(cells[key].itertuples(index=False, name=None)))
         cells = cells.assign(_rank=cells["batch"].map(rank))
