@@ -5,7 +5,9 @@ a spec; warnings print once, without a Python source location."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +94,38 @@ def test_a_cache_folder_that_is_a_file_is_one_warning_not_a_transcript_error(tmp
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and f"cache folder {afile} (WORKBENCH_CACHE_DIR): a file, not a folder" in warnings[0]
     assert "cannot read" not in done.stderr and ".py:" not in done.stderr
+
+
+def test_replay_and_report_run_without_a_cache_folder_each_cache_saying_so(tmp_path: Path) -> None:
+    """A cache folder that cannot be made turns each cache off with one warning naming it (the parsed
+    sessions, the token counts, the report's per-session analyses); the commands give what they give with
+    a working cache."""
+    afile = tmp_path / "cache-file"
+    afile.write_text("x")
+
+    def run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "WORKBENCH_CACHE_DIR": str(cache)}
+        command = [sys.executable, "-m", "workbench.cli", *args]
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+
+    outputs = {}
+    for name, cache in (("broken", afile), ("working", tmp_path / "cache")):
+        runs = tmp_path / f"runs-{name}"
+        replayed = run(cache, "replay", str(DATA), "--strategy", "sm-compact", "--out", str(runs))
+        assert replayed.returncode == 0, replayed.stderr
+        reported = run(cache, "report", str(runs), "--json")
+        assert reported.returncode == 0, reported.stderr
+        outputs[name] = json.loads(reported.stdout)
+        stderr = (replayed.stderr + "\n" + reported.stderr).replace("\r", "\n")  # progress bars redraw with \r
+        warned = [line[line.index("warning:") :] for line in stderr.splitlines() if "warning:" in line]
+        if name == "working":
+            assert not warned
+            continue
+        kinds = sorted(re.match(r"warning: (\w+ cache)", line).group(1) for line in warned)  # type: ignore[union-attr]
+        assert kinds == ["analysis cache", "session cache", "session cache", "token cache", "token cache"]  # per command
+        assert all(f"cache folder {afile} (WORKBENCH_CACHE_DIR): a file, not a folder" in line for line in warned)
+    for data in outputs.values():
+        data.pop("results_dir")
+        for run_ in data["runs"]:
+            run_.pop("path")
+    assert outputs["broken"] == outputs["working"]

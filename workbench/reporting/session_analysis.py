@@ -214,7 +214,8 @@ class AnalysisCache:
 
     def _off(self, exc: BaseException) -> None:
         self.enabled = False
-        _warn_once("off", f"analysis cache: {exc}: reporting without it from here on (the same report, only slower)")
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        _warn_once("off", f"analysis cache: {reason}: reporting without it from here on (the same report, only slower)")
 
 
 #: What was warned about in this process (each kind once: a folder that cannot be written, an entry that

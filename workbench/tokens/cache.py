@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..transcript.model import Record
-from ..util.cache import cache_root
+from ..util.cache import CacheDirError, cache_root
 from .estimators import Estimator, get_estimator
 
 __all__ = ["CacheDegradedWarning", "CacheStats", "CachedEstimator", "cached_estimator", "estimator_fingerprint"]
@@ -70,8 +70,9 @@ def _warn_once(path: Path, exc: BaseException) -> None:
     if path in _WARNED:
         return
     _WARNED.add(path)
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
     warnings.warn(
-        f"token cache {path}: {exc}: counting without the cache from here on (same counts, only slower)",
+        f"token cache {path}: {reason}: counting without the cache from here on (same counts, only slower)",
         CacheDegradedWarning,
         stacklevel=4,
     )
@@ -162,6 +163,8 @@ class CachedEstimator:
         self._db: sqlite3.Connection | None = None
         #: Why the cache file is no longer used (None while it is).
         self.degraded: str | None = None
+        if self.path in _UNUSABLE:
+            self._degrade(_UNUSABLE[self.path])
         self._connect()
         _OPEN.add(self)
 
@@ -327,6 +330,8 @@ if hasattr(os, "register_at_fork"):
 
 _SHARED: dict[tuple[str, Path], CachedEstimator] = {}
 _DEFAULT_PATHS: dict[tuple[str | None, ...], Path] = {}
+#: Default cache files whose folder cannot be made, with why (`CacheDirError`): never opened.
+_UNUSABLE: dict[Path, BaseException] = {}
 
 
 _TOKENS_DIGEST: list[str] = []  # the digest of workbench/tokens' sources, computed once per process
@@ -367,7 +372,11 @@ def _default_path() -> Path:
     """The default cache file for the current environment, resolved (and its folder created) once."""
     env = tuple(os.environ.get(v) for v in ("WORKBENCH_CACHE_DIR", "XDG_CACHE_HOME", "HOME"))  # cache_root's inputs
     if env not in _DEFAULT_PATHS:
-        _DEFAULT_PATHS[env] = cache_root() / "token-counts.sqlite"
+        try:
+            _DEFAULT_PATHS[env] = cache_root() / "token-counts.sqlite"
+        except CacheDirError as exc:  # the folder cannot be made: counted without the cache (`CachedEstimator`)
+            _DEFAULT_PATHS[env] = (exc.root or Path(os.devnull)) / "token-counts.sqlite"
+            _UNUSABLE[_DEFAULT_PATHS[env]] = exc
     return _DEFAULT_PATHS[env]
 
 

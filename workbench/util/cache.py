@@ -9,7 +9,10 @@ __all__ = ["CacheDirError", "cache_root"]
 
 
 class CacheDirError(OSError):
-    """The cache folder cannot be made (``WORKBENCH_CACHE_DIR`` names a file, a read-only place, ...)."""
+    """The cache folder cannot be made (``WORKBENCH_CACHE_DIR`` names a file, a read-only place, ...);
+    ``root`` is the folder."""
+
+    root: Path | None = None
 
 
 def cache_root() -> Path:
@@ -23,7 +26,9 @@ def cache_root() -> Path:
     except OSError as exc:
         source = "WORKBENCH_CACHE_DIR" if configured else "the default cache folder"
         reason = "a file, not a folder" if root.exists() and not root.is_dir() else (exc.strerror or str(exc))
-        raise CacheDirError(
+        error = CacheDirError(
             exc.errno, f"cache folder {root} ({source}): {reason}; point WORKBENCH_CACHE_DIR at a folder"
-        ) from None
+        )
+        error.root = root
+        raise error from None
     return root
