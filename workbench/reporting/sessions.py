@@ -7,6 +7,12 @@ peak memory grow with the corpus. `SessionTables` reads them one *session group*
 sub-agents, `workbench.transcript.groups.ranked_groups`) at a time, computes each session's pieces, and drops the
 group before the next is read; what it keeps is rows and small per-event frames keyed by session.
 
+What depends on a session alone (the bill, its notes, the recorded re-reads, the cost simulation's per-call
+facts, the calibration's facts, the ``none`` sizes) comes from `workbench.reporting.session_analysis`, cached
+on disk by the session's content: a group of the manifests' inputs whose wanted sessions have no events in
+the replay (and no references are asked for) is answered from that cache without being loaded
+(`SessionTables.add_inputs`); the others are loaded and what depends on the replay's events is computed.
+
 Per group, not per session: `reference_rows` scores a recorded compaction with the output of the matching
 ``agent-acompact-*`` transcript, a sub-agent in the same group. Everything else is per session.
 
@@ -14,15 +20,16 @@ The tables are those of the whole-input functions they replace (`fidelity`, `exp
 `recovery`, `bill_sessions`, `cost_sessions`, `calibrate_cost`, `reference_fidelity`, the report's ``none``
 replay), row for row, value for value and in the same order: per-session frames are concatenated in the
 sorted session order those functions use, the reference rows come in `load_paths` order (by rank), and
-what sums over sessions is summed over the whole input as before. The cost is simulated per session
-(`cost_steps`, the part that reads the records) and priced over all of them (`cost_sessions` with
-``per_step``, `calibration_table`): pandas' grouped float sums depend on the rows around a group, so a
-per-session `cost_sessions` differs in the last digits. One difference, a fix: two files holding one
-session id (copies) pair each copy with its own ``agent-acompact-*`` transcript, not both with the first
-copy's.
+what sums over sessions is summed over the whole input as before. The cost is simulated over every session
+at once from the kept per-call facts (`cost_steps` with ``call_infos``) and priced over all of them
+(`cost_sessions` with ``per_step``, `calibration_table`): pandas' grouped float sums depend on the rows
+around a group, so a per-session `cost_sessions` would differ in the last digits. One difference, a fix:
+two files holding one session id (copies) pair each copy with its own ``agent-acompact-*`` transcript, not
+both with the first copy's.
 
 A caller's ``sessions=`` (the public ``wb.report(path, sessions=…)``) are already in memory: they are one
-group, in the caller's order.
+group, in the caller's order, analysed without the cache (a session built in memory need not hold what its
+lines say).
 
 Not streamed: the online judge probes (``--probes``). Every probe job is built and priced before any
 request is sent (the budget is checked over all of them) and a job holds its session, so with probes the
