@@ -298,8 +298,8 @@ class ResultStore:
                     data = None
                 if data is not None and data.num_rows:
                     kept.append(data.filter(pc.is_in(data["cell_id"], value_set=ids)))
+                    gathered += kept[-1].num_rows if table == "steps" else 0
             held.update(here["_session"])
-            gathered += steps[-1].num_rows if steps else 0
             if gathered < rows and position != order[-1]:
                 continue
             ready = {name for name in held if last[name] <= position}

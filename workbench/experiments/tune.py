@@ -154,7 +154,10 @@ def _measured(
         found = sessions.of(part_cells)
         ranked.extend(_warning_lines(found, sessions.rank))
         table = cell_table(part_cells, part_steps, part_events, found, families)
-        parts.append(with_added_columns(table, part_steps, baseline) if len(part_steps) else table)
+        if len(part_steps):
+            parts.append(with_added_columns(table, part_steps, baseline))
+        else:  # sessions without a call: nothing added (what one table of every cell gives them)
+            parts.append(table.assign(**dict.fromkeys(ADDED_COLUMNS, 0)))
         del found, part_steps, part_events
     lines = [line for _, line in sorted(ranked, key=lambda item: item[0])]  # in the plan's session order
     if not parts:

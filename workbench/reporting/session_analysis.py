@@ -134,7 +134,6 @@ class AnalysisCache:
     def __init__(self, *, pricing: Mapping[str, Price], estimator: str) -> None:
         self.pricing, self.estimator = pricing, estimator
         self.enabled = cache_enabled()
-        self.hits = self.misses = 0
 
     @cached_property
     def _settings(self) -> bytes:
@@ -189,11 +188,7 @@ class AnalysisCache:
             and found.fingerprint == fingerprint
             and found.has(calibration=calibration, uncompacted=uncompacted)
         )
-        if hit:
-            self.hits += 1
-            return found
-        self.misses += 1
-        return None
+        return found if hit else None
 
     def put(self, key: str, source: str | None, analysis: SessionAnalysis) -> None:
         path = self._path(key, source)

@@ -190,13 +190,6 @@ class SessionTables:
             del group  # released before the next group is read
         return self
 
-    def add_groups(self, groups: Iterable[list[tuple[Rank, Session]]]) -> SessionTables:
-        """`add_group` for each group, dropping it before the next is read."""
-        for group in groups:
-            self.add_group(group)
-            del group
-        return self
-
     def _members(self, group: Sequence[tuple[Rank, Any]]) -> dict[str, Any]:
         """``{key: session or info}`` of the wanted ones (a later copy of a key replaces an earlier one, as in
         a dict of the whole input); each key's first rank goes to `order`."""
@@ -232,7 +225,7 @@ class SessionTables:
             if analysis is None:
                 return False
             found[key] = analysis
-        self._members(known)
+        self._members(known)  # their ranks, as a loaded group gives them
         for key, analysis in found.items():
             self._take(key, analysis)
             self.reference[key] = []

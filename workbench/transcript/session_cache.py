@@ -315,15 +315,21 @@ def _known_entry(path: Path, loader_name: str) -> _Entry | None:
     return None
 
 
-def cached_summary_if_unchanged(path: Path, loader_name: str) -> FileSummary | None:
-    """The cached summary of ``path`` when the file is unchanged since it was summarised, reading nothing
-    but the cache (no hash, no parse); None otherwise (`file_summaries` with workers answers these itself)."""
+def _unchanged_entry(path: Path, loader_name: str) -> _Entry | None:
+    """The file's entry when the cache is on and the file is unchanged since its pointer was written
+    (`_known_entry`: no hash, no parse), else None."""
     if not cache_enabled():
         return None
     try:
-        entry = _known_entry(path, loader_name)
+        return _known_entry(path, loader_name)
     except OSError:
         return None
+
+
+def cached_summary_if_unchanged(path: Path, loader_name: str) -> FileSummary | None:
+    """The cached summary of ``path`` when the file is unchanged since it was summarised, reading nothing
+    but the cache (no hash, no parse); None otherwise (`file_summaries` with workers answers these itself)."""
+    entry = _unchanged_entry(path, loader_name)
     found = _read(entry.key, "summary") if entry is not None else None
     return found if isinstance(found, FileSummary) else None
 
@@ -332,12 +338,7 @@ def cached_infos_if_unchanged(path: Path, loader_name: str) -> list[SessionInfo]
     """The `SessionInfo` of each session of ``path`` (in file order) when the file is unchanged since its
     sessions or summary were cached, reading nothing but the cache; None otherwise (the report asks, to
     answer a session from its analysis cache without loading it)."""
-    if not cache_enabled():
-        return None
-    try:
-        entry = _known_entry(path, loader_name)
-    except OSError:
-        return None
+    entry = _unchanged_entry(path, loader_name)
     if entry is None:
         return None
     found = _read(entry.key, "summary")
