@@ -53,7 +53,14 @@ from ..metrics.calibration import CalibrationFacts, calibration_facts
 from ..metrics.expected_recovery import has_tool_calls
 from ..metrics.pricing import Price
 from ..metrics.recovery import recovery_rows
+from ..replay import replay_session
+from ..replay.engine import session_facts
+from ..strategies import create
+from ..tokens.cache import cached_estimator
+from ..transcript.cache_prune import mark_used, prune
 from ..transcript.model import Session
+from ..util.cache import cache_root
+from ..util.code_version import code_version
 
 __all__ = ["CACHE_ENV", "AnalysisCache", "AnalysisCacheWarning", "SessionAnalysis", "analyse"]
 
@@ -101,8 +108,6 @@ def analyse(
     uncompacted: bool = False,
 ) -> SessionAnalysis:
     """`SessionAnalysis` of ``session`` (its id is the report's key for it), with the pieces asked for."""
-    from ..replay.engine import session_facts
-
     return SessionAnalysis(
         fingerprint=session.fingerprint,
         notes=tuple(session_facts(session).notes()),
@@ -117,9 +122,6 @@ def analyse(
 
 
 def _uncompacted(session: Session) -> list[dict[str, Any]]:
-    from ..replay import replay_session
-    from ..strategies import create
-
     columns = ("session_id", "step", "tokens_without_compaction")
     return [{c: row[c] for c in columns} for row in replay_session(session, create("none")).steps]
 
@@ -137,18 +139,12 @@ class AnalysisCache:
 
     @cached_property
     def _settings(self) -> bytes:
-        from ..tokens.cache import cached_estimator
-
         rows = sorted((model, repr(price)) for model, price in self.pricing.items())
         keys = sorted({cached_estimator(name).row_key for name in (self.estimator, "claude-rough")})
         return repr((rows, keys)).encode()
 
     @cached_property
     def _folder(self) -> Path | None:
-        from ..transcript.cache_prune import mark_used, prune
-        from ..util.cache import cache_root
-        from ..util.code_version import code_version
-
         try:
             analyses = cache_root() / "analyses"
             folder = analyses / code_version()
