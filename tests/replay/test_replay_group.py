@@ -35,7 +35,9 @@ def test_group_equals_independent_replays(main_sessions, name) -> None:
 
 def test_strategies_that_differ_before_compacting_are_refused(main_sessions) -> None:
     with pytest.raises(ValueError, match="prefix-equivalent"):
-        replay_group(main_sessions[0], [create("sm-compact"), create("sm-compact", {"trigger": {"pct_override": 60}})])
+        replay_group(
+            main_sessions[0], [create("sm-compact"), create("sm-compact", {"tool_calls_between_updates": 5})]
+        )
     with pytest.raises(ValueError, match="prefix-equivalent"):
         replay_group(main_sessions[0], [create("sm-compact"), create("full-compact")])
 
@@ -95,3 +97,65 @@ def test_branches_equal_independent_replays_on_every_session(corpus, monkeypatch
         splits += sum(len(r.events) > 1 for r in alone)
     assert splits > 0  # some sessions compact more than once, so branches split more than once
     assert grouped_steps < 0.6 * alone_steps
+
+
+#: Triggers that fire at different calls (and one that never fires on short sessions), each with two keep
+#: windows: the branch splits where the triggers disagree, and again where the windows do.
+TRIGGERS = [
+    {"trigger": {"pct_of_window": 40}},
+    {"trigger": {"pct_of_window": 40}, "min_tokens": 40_000, "max_tokens": 80_000},
+    {"trigger": {"pct_of_window": 60}},
+    {"trigger": {"pct_of_window": 60}, "min_tokens": 40_000, "max_tokens": 80_000},
+    {},  # Claude Code's own threshold
+    {"trigger": {"pct_override": 50}, "min_tokens": 5_000, "max_tokens": 20_000},
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("order", ["as listed", "reversed"])
+def test_configs_with_other_triggers_share_the_replay_and_change_no_result(corpus, monkeypatch, tmp_path, order):
+    """Configs differing in their trigger are one group (`trigger_only`): over every Claude Code session of
+    the corpus and generated ones, each grouped replay equals its own, whichever config leads the group,
+    the triggers did fire at different calls, and the group stepped fewer calls than the replays alone."""
+    from workbench.replay import engine
+
+    stepped = [0]
+    original = engine._Cursor.step
+
+    def counting(self, index):
+        stepped[0] += 1
+        return original(self, index)
+
+    monkeypatch.setattr(engine._Cursor, "step", counting)
+    configs = TRIGGERS if order == "as listed" else TRIGGERS[::-1]
+    grouped_steps = alone_steps = 0
+    first_compactions: set[tuple[str, int]] = set()
+    for session in _claude_code_sessions(corpus, tmp_path):
+        strategies = [create("sm-compact", c) for c in configs]
+        stepped[0] = 0
+        grouped = replay_group(session, strategies)
+        grouped_steps += stepped[0]
+        stepped[0] = 0
+        alone = [replay_session(session, s) for s in strategies]
+        alone_steps += stepped[0]
+        for together, single in zip(grouped, alone, strict=True):
+            assert together.steps == single.steps, session.id
+            assert together.events == single.events, session.id
+        first_compactions |= {(session.id, r.events[0]["step"]) for r in alone if r.events}
+    sessions_compacting = {sid for sid, _ in first_compactions}
+    assert len(first_compactions) > len(sessions_compacting)  # the triggers fired at different calls
+    assert grouped_steps < 0.6 * alone_steps
+
+
+def test_trigger_keys_name_only_the_trigger() -> None:
+    from workbench.strategies.base import prefix_key, trigger_key
+
+    low, high = create("sm-compact", {"trigger": {"pct_of_window": 40}}), create("sm-compact")
+    assert prefix_key(low) == prefix_key(high)
+    assert trigger_key(low) != trigger_key(high)
+    wider = create("sm-compact", {"min_tokens": 20_000})
+    assert trigger_key(wider) == trigger_key(high)
+    # a strategy whose trigger also shapes its state between compactions declares none: not grouped
+    assert prefix_key(create("claude-code", {"sm": {"trigger": {"pct_override": 60}}})) != prefix_key(
+        create("claude-code")
+    )

@@ -35,9 +35,10 @@ Token accounting (the ``token_source`` column):
   table), so an unscaled estimate would leave most of a compaction's saving uncounted.
 
 Sharing work across configs (`replay_group`): strategies of one class whose configs differ only in keys
-the class declares ``compaction_only`` (what a compaction keeps, never whether or when it happens)
-decide identically until their first compaction. The group replays that prefix once, then each
-strategy continues from a copy of the state at that step.
+the class declares ``compaction_only`` (what a compaction keeps, never whether or when it happens) or
+``trigger_only`` (when the automatic compaction fires: `Strategy.fires`) decide identically until their
+first compaction or the first call where their triggers disagree. The group replays that prefix once,
+then each strategy continues from a copy of the state at that step.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Any
 from ..memory.fork import NO_EXTRACTION, ExtractionCall
 from ..request.normalize import MessageMemo
 from ..request.validate import original_thinking_blocks
-from ..strategies.base import Compaction, ContextView, RecordedCompaction, Strategy
+from ..strategies.base import Compaction, ContextView, RecordedCompaction, Strategy, trigger_key
 from ..tokens.cache import cached_estimator
 from ..tokens.context import prompt_tokens
 from ..transcript.files import printable_path
@@ -235,6 +236,10 @@ class _Cursor:
         self.diverged = False
         self.checker = IncrementalCheck()  # the last check, redone only where the context changed since
         self.checked: int | None = None  # the context's length at the last check (None: none made, or forked)
+        # strategies replayed with this one whose triggers may fire apart from its own (`replay_group`), and
+        # whether one did at the last step
+        self.watch: tuple[Strategy, ...] = ()
+        self.disagreed = False
         self.previous_message_id: str | None = None
         self.pending: int | None = None  # removed tokens to use from the next call on (reproduced compaction)
         # the message ids of the calls a compaction came right before: the recorded response stands in for the
@@ -272,6 +277,7 @@ class _Cursor:
             )
         clone.checker = IncrementalCheck()
         clone.checked = None
+        clone.watch, clone.disagreed = (), False
         return clone
 
     def step(self, index: int) -> bool:
@@ -302,8 +308,12 @@ class _Cursor:
             usage = max(0, usage - self.removed + self.added)
         compaction = None
         recorded = self.recorded_for(index)
+        self.disagreed = False
         if not p.guarded:
             view = p.view(self.context, tokens, call.step, records[call.first], usage, recorded)
+            if self.watch:
+                fires = strategy.fires(view)
+                self.disagreed = any(other.fires(view) != fires for other in self.watch)
             if view.recorded is not None and view.recorded.trigger == "manual":
                 compaction = strategy.compact_manual(view, self.state)  # the user's /compact is input
             if compaction is None:
@@ -477,13 +487,14 @@ def replay_group(
     """Replay ``strategies`` over one session, sharing every stretch of calls on which they agree.
 
     The strategies must be *prefix-equivalent* (`workbench.strategies.prefix_key` equal): one class,
-    configs differing only in its ``compaction_only`` keys, so they decide alike until a compaction. The
-    group is one branch until its first compaction; there each strategy compacts from the state before
-    that call, and the strategies whose compactions come out the same (the same context, sizes, rows and
-    strategy state) go on as one branch, to split again at their next compaction (a grid whose
-    ``max_tokens`` never binds replays each ``min_tokens`` once). Results equal independent
-    `replay_session` calls (a test checks it). Raises ValueError for strategies that are not
-    prefix-equivalent.
+    configs differing only in its ``compaction_only`` and ``trigger_only`` keys, so they decide alike until
+    a compaction or a call where their triggers disagree. The group is one branch until the first such
+    call; there each strategy steps it from the state before that call, and the strategies whose steps
+    come out the same (the same context, sizes, rows and strategy state: those that did not compact, or
+    whose compactions kept the same) go on as one branch, to split again at their next compaction or
+    disagreement (a grid whose ``max_tokens`` never binds replays each ``min_tokens`` once; triggers that
+    never fire on a session replay it once). Results equal independent `replay_session` calls (tests check
+    it). Raises ValueError for strategies that are not prefix-equivalent.
     """
     from ..strategies.base import prefix_key
 
@@ -521,10 +532,12 @@ def _walk_branch(
     cursor: _Cursor, start: int, others: Sequence[Strategy]
 ) -> tuple[int, list[tuple[_Cursor, list[int]]]] | None:
     """Step ``cursor`` from call ``start`` on. With ``others`` (strategies deciding as its own does until a
-    compaction), stop at its first compaction: each other compacts from a copy of the state before that
-    call, and the cursors are grouped by outcome. Returns (the call, [(cursor, positions in [cursor's
+    compaction or until their triggers disagree), stop at its first compaction or the first call where
+    another's trigger fires apart from its own: each other steps that call from a copy of the state before
+    it, and the cursors are grouped by outcome. Returns (the call, [(cursor, positions in [cursor's
     strategy, *others])]) or None when the cursor reached the end."""
     calls = len(cursor.p.calls)
+    cursor.watch = _apart(cursor.strategy, others)
 
     def snapshot(index: int) -> tuple[int, _Cursor, int, int]:  # the rows so far are the cursor's: counted
         return index, cursor.fork(cursor.strategy, rows=False), len(cursor.result.steps), len(cursor.result.events)
@@ -533,8 +546,9 @@ def _walk_branch(
     for index in range(start, calls):
         if checkpoint is not None and index - checkpoint[0] >= CHECKPOINT_EVERY:
             checkpoint = snapshot(index)
-        if not cursor.step(index) or checkpoint is None:
+        if not (cursor.step(index) or cursor.disagreed) or checkpoint is None:
             continue
+        cursor.watch, cursor.disagreed = (), False
         at, saved, steps_then, events_then = checkpoint
         before = saved.fork(saved.strategy, rows=False)
         before.result.steps = cursor.result.steps[:steps_then]  # rows are never changed once written
@@ -553,6 +567,19 @@ def _walk_branch(
                 classes.append((mine, [position]))
         return index, classes
     return None
+
+
+def _apart(lead: Strategy, others: Sequence[Strategy]) -> tuple[Strategy, ...]:
+    """One strategy of ``others`` per trigger (`trigger_key`) other than ``lead``'s: those whose `fires` the
+    walk compares with ``lead``'s at every call."""
+    if not lead.trigger_only:
+        return ()
+    mine, apart = trigger_key(lead), dict[str, Strategy]()
+    for strategy in others:
+        key = trigger_key(strategy)
+        if key != mine:
+            apart.setdefault(key, strategy)
+    return tuple(apart.values())
 
 
 def _same_outcome(a: _Cursor, b: _Cursor) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -31,6 +31,7 @@ __all__ = [
     "config_hash",
     "for_window",
     "prefix_key",
+    "trigger_key",
 ]
 
 
@@ -158,6 +159,11 @@ class Strategy:
     #: whether or when one happens nor the state before it; `workbench.replay.replay_group` shares the
     #: replay prefix across configs that differ only in these.
     compaction_only: ClassVar[frozenset[str]] = frozenset()
+    #: Config keys (dotted) that decide only *whether* the automatic compaction fires at a call, through
+    #: `fires`, and what a compaction keeps, never the state between compactions: `replay_group` also shares
+    #: the replay across configs that differ in these, splitting at the first call where their `fires`
+    #: disagree. A class that declares any implements `fires`.
+    trigger_only: ClassVar[frozenset[str]] = frozenset()
     Config: ClassVar[type[StrategyConfig]] = StrategyConfig
 
     def __init__(self, config: StrategyConfig | dict[str, Any] | None = None) -> None:
@@ -189,6 +195,11 @@ class Strategy:
 
     def compact(self, view: ContextView, state: Any) -> Compaction | None:
         raise NotImplementedError
+
+    def fires(self, view: ContextView) -> bool:
+        """Whether the automatic trigger fires before this call (asked of classes with ``trigger_only``;
+        `compact` decides with it, so the two cannot drift apart)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no trigger_only keys")
 
     def compact_manual(self, view: ContextView, state: Any) -> Compaction | None:
         """The user ran ``/compact`` before this call (a recorded manual compaction). Strategies that model
@@ -222,15 +233,35 @@ def config_hash(strategy: str, config: Mapping[str, Any] | None) -> str:
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
-def prefix_key(strategy: Strategy) -> str:
-    """Strategies with equal keys decide identically until their first compaction: same class, same
-    config except the class's ``compaction_only`` keys (dotted paths into nested configs)."""
-    config = strategy.config.model_dump(mode="json")
-    for path in strategy.compaction_only:
+def _without(config: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    for path in paths:
         node = config
         *parents, leaf = path.split(".")
         for part in parents:
             node = node.get(part, {}) if isinstance(node, dict) else {}
         if isinstance(node, dict):
             node.pop(leaf, None)
+    return config
+
+
+def prefix_key(strategy: Strategy) -> str:
+    """Strategies with equal keys decide identically until their first compaction or the first call where
+    their triggers disagree (`trigger_key`): same class, same config except the class's ``compaction_only``
+    and ``trigger_only`` keys (dotted paths into nested configs)."""
+    config = _without(strategy.config.model_dump(mode="json"), strategy.compaction_only | strategy.trigger_only)
     return f"{type(strategy).__module__}.{type(strategy).__qualname__}:{json.dumps(config, sort_keys=True)}"
+
+
+def trigger_key(strategy: Strategy) -> str:
+    """The values of ``strategy``'s ``trigger_only`` keys: prefix-equivalent strategies with equal keys fire
+    alike at every call (`replay_group` asks `Strategy.fires` only of those whose key differs)."""
+    config = strategy.config.model_dump(mode="json")
+    values = {path: _value(config, path) for path in sorted(strategy.trigger_only)}
+    return json.dumps(values, sort_keys=True)
+
+
+def _value(config: Mapping[str, Any], path: str) -> Any:
+    node: Any = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node

@@ -281,6 +281,8 @@ class SMCompact(Strategy):
     compaction_only = frozenset(
         {"min_tokens", "max_tokens", "min_text_block_messages", "thinking_aware", "full_compact"}
     )
+    #: the threshold: when the compaction fires, and the post-compact size check inside it (docs §2.6 step 8)
+    trigger_only = frozenset({"trigger"})
 
     def new_state(self) -> SMState:
         return new_sm_state(self.config)
@@ -288,9 +290,13 @@ class SMCompact(Strategy):
     def observe(self, view: ContextView, state: SMState) -> ExtractionCall | None:
         return observe_sm(view, state)
 
+    def fires(self, view: ContextView) -> bool:
+        return for_window(self.config.trigger, view).is_above_threshold(view.tokens)
+
     def compact(self, view: ContextView, state: SMState) -> Compaction | None:
-        fires = for_window(self.config.trigger, view).is_above_threshold(view.tokens)
-        return guarded(state.refill, view, fires, lambda v: sm_compaction(v, state, self.config, adjust=self.adjust))
+        return guarded(
+            state.refill, view, self.fires(view), lambda v: sm_compaction(v, state, self.config, adjust=self.adjust)
+        )
 
     def compact_manual(self, view: ContextView, state: SMState) -> Compaction | None:
         """``/compact`` without instructions: SM-compact first, no size check (docs §5.1 step 13)."""
