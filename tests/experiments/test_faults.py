@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
@@ -111,6 +112,32 @@ def test_rows_that_do_not_fit_the_schema_are_an_error_naming_table_and_column():
         to_table("steps", [{"session_id": "s", "step": "three"}])
     table = to_table("events", [{"naive_start": float("nan"), "fallbacks": ("a",)}, {"naive_start": 3}])
     assert table.column("naive_start").to_pylist() == [None, 3] and table.column("fallbacks").to_pylist()[0] == ["a"]
+
+
+def test_tables_without_list_columns_convert_by_row_to_what_the_column_way_gives() -> None:
+    """`to_table` hands rows of a table without list columns to Arrow whole; the result is the column
+    way's (`_values` per column, NaN stored as null), and a value the row way refuses still names its column."""
+    import numpy as np
+
+    import workbench.experiments.schema as schema
+
+    def by_column(table: str, rows: list[dict]) -> pa.Table:  # type: ignore[type-arg]
+        fields = schema.SCHEMAS[table]
+        arrays = [schema._values(table, f.name, f.type, [row.get(f.name) for row in rows]) for f in fields]
+        return pa.Table.from_arrays(arrays, schema=fields)
+
+    cells = [
+        {"session_id": "s", "steps": np.int64(3), "saved_share": float("nan"), "elapsed_s": 1.5},
+        {"session_id": "t", "saved_share": 0.25, "started_at": None},
+        {},
+    ]
+    steps = [{"session_id": "s", "step": 1, "compacted": True, "violations": np.int64(0)}, {"step": 2}]
+    for table, rows in (("cells", cells), ("steps", steps), ("steps", [])):
+        fast = to_table(table, rows)
+        assert fast.equals(by_column(table, rows)), table
+    assert to_table("cells", cells).column("saved_share").to_pylist() == [None, 0.25, None]
+    with pytest.raises(SchemaError, match=r"column steps \(int64\)"):
+        to_table("cells", [{"session_id": "s", "steps": float("nan")}, {"steps": "many"}])
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 4, 1_000])

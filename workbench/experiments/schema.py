@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["SCHEMAS", "SCHEMA_KEY", "SCHEMA_VERSION", "SchemaError", "conform", "part_version", "to_table"]
 
@@ -194,14 +195,31 @@ def _values(table: str, name: str, kind: pa.DataType, values: list[Any]) -> pa.A
 def to_table(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Rows → an Arrow table with exactly ``SCHEMAS[table]`` (see the module docstring)."""
     schema = SCHEMAS[table]
-    unknown = sorted({key for row in rows for key in row} - set(schema.names))
+    unknown = sorted(set().union(*rows) - set(schema.names))
     if unknown:
         raise SchemaError(
             f"store table {table}: {', '.join(unknown)} not in store schema v{SCHEMA_VERSION} "
             "(add the column with its type to workbench/experiments/schema.py and bump SCHEMA_VERSION)"
         )
+    if not any(pa.types.is_list(f.type) for f in schema):
+        # Arrow's own row conversion (a few times faster); rows it refuses go the column way below, which
+        # names the column. It keeps a float NaN where the column way stores null: made null here.
+        try:
+            return _nan_as_null(pa.Table.from_pylist(list(rows), schema=schema))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
     arrays = [_values(table, f.name, f.type, [row.get(f.name) for row in rows]) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _nan_as_null(data: pa.Table) -> pa.Table:
+    for position, field in enumerate(data.schema):
+        if pa.types.is_floating(field.type):
+            column = data.column(position)
+            nan = pc.is_nan(column)
+            if pc.any(nan).as_py():
+                data = data.set_column(position, field, pc.if_else(nan, pa.scalar(None, field.type), column))
+    return data
 
 
 def part_version(schema: pa.Schema) -> int:

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..metrics.identity import SessionKeys
@@ -170,11 +171,18 @@ def _twins(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     columns = ["session_id", "strategy", "config_hash", "cell_id", "twin_of"]
     if not len(steps) or "cell_id" not in steps.columns:
         return pd.DataFrame(columns=columns)
-    content = [c for c in steps.columns if c not in _IDENTITY]
-    hashed = pd.util.hash_pandas_object(steps[content].astype(object), index=False).to_numpy()
-    rows: dict[Any, list[Any]] = {}
-    for cell, value in zip(steps["cell_id"], hashed, strict=True):
-        rows.setdefault(cell, []).append(int(value))
+    content = steps[[c for c in steps.columns if c not in _IDENTITY]]
+    try:
+        hashed = pd.util.hash_pandas_object(content, index=False).to_numpy()
+    except TypeError:  # a column holding unhashable values (lists): hashed by their representation
+        hashed = pd.util.hash_pandas_object(content.astype(str), index=False).to_numpy()
+    # each cell's row hashes in row order, as one bytes value (a numpy split, not a loop over rows)
+    codes, ids = pd.factorize(steps["cell_id"])
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(ids)))[:-1]
+    rows: dict[Any, list[Any]] = {
+        cell: [chunk.tobytes()] for cell, chunk in zip(ids, np.split(hashed[order], bounds), strict=True)
+    }
     if len(events) and "cell_id" in events.columns:
         fields = [c for c in events.columns if c not in _IDENTITY]
         for cell, *values in zip(events["cell_id"], *(events[c] for c in fields), strict=True):

@@ -193,7 +193,7 @@ def expected_recovery_events(
         n_steps = len(calls)
         mine = steps_of.get(tuple(keys))
         if mine is not None:
-            context_by_step = dict(zip(mine["step"], mine["context_tokens"], strict=True))
+            context_by_step = dict(zip(mine["step"].tolist(), mine["context_tokens"].tolist(), strict=True))
             n_steps = max(n_steps, len(mine))
         rows.extend(
             _walk(

@@ -76,18 +76,6 @@ def _statistic(num: np.ndarray, den: np.ndarray | None, empty: float | None) -> 
     return out
 
 
-def _values(frame: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray | None] | None:
-    cols = _columns(metric)
-    if any(c not in frame.columns for c in cols):
-        return None
-    data = frame[cols].apply(pd.to_numeric, errors="coerce").dropna()
-    if data.empty:
-        return None
-    num = data[cols[0]].to_numpy(float)
-    den = data[cols[1]].to_numpy(float) if len(cols) > 1 else None
-    return num, den
-
-
 #: The columns that identify a session row, in the order `canonical` sorts by.
 SESSION_ORDER = ("session_id", "file", "source")
 
@@ -122,21 +110,32 @@ def bootstrap_intervals(
     rows = []
     # every metric of every group of n sessions draws the same resamples (a generator seeded alike): drawn once
     drawn: dict[int, np.ndarray] = {}
-    for keys, frame in table.groupby(list(group), sort=True, dropna=False):
-        frame = canonical(frame)
+    # the metrics' columns as one float array, in session order (a stable sort of the whole table orders
+    # each group's rows as sorting the group would); each group's rows are positions into it
+    ordered = canonical(table)
+    present = [m for m in metrics if all(c in ordered.columns for c in _columns(m))]
+    needed = list(dict.fromkeys(c for m in present for c in _columns(m)))
+    values = ordered[needed].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float) if needed else None
+    where = {c: n for n, c in enumerate(needed)}
+    grouped = ordered.groupby(list(group), sort=True, dropna=False)
+    codes = grouped.ngroup().to_numpy()
+    for number, keys in enumerate(grouped.groups.keys() if len(ordered) else ()):
+        positions = np.flatnonzero(codes == number)
         keys = keys if isinstance(keys, tuple) else (keys,)
         row: dict[str, Any] = dict(zip(group, keys, strict=True))
         for metric in metrics:
-            values = _values(frame, metric)
             low = high = None
-            if values is not None:
-                num, den = values
-                index = drawn.get(len(num))
-                if index is None:
-                    rng = np.random.default_rng(seed)
-                    index = drawn[len(num)] = rng.integers(0, len(num), size=(resamples, len(num)))
-                draws = _statistic(num[index], den[index] if den is not None else None, METRICS[metric][2])
-                low, high = _interval(draws, level)
+            if metric in present and values is not None:
+                block = values[positions][:, [where[c] for c in _columns(metric)]]
+                block = block[~np.isnan(block).any(axis=1)]  # rows where the metric is available
+                if len(block):
+                    num, den = block[:, 0], (block[:, 1] if block.shape[1] > 1 else None)
+                    index = drawn.get(len(num))
+                    if index is None:
+                        rng = np.random.default_rng(seed)
+                        index = drawn[len(num)] = rng.integers(0, len(num), size=(resamples, len(num)))
+                    draws = _statistic(num[index], den[index] if den is not None else None, METRICS[metric][2])
+                    low, high = _interval(draws, level)
             row[f"{metric}_ci_low"] = low
             row[f"{metric}_ci_high"] = high
         rows.append(row)
