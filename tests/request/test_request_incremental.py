@@ -124,6 +124,27 @@ def test_every_check_equals_the_whole_check(contexts: list[list[Record]], flags:
         assert check.check(context, thinking=on, original_thinking=originals, memo=memos) == expected
 
 
+@settings(max_examples=400, deadline=None)
+@given(first=edits(), second=edits(), at=st.integers(0, 12), thinking=st.booleans())
+def test_a_copied_check_and_its_original_go_on_apart(
+    first: list[list[Record]], second: list[list[Record]], at: int, thinking: bool
+) -> None:
+    """`IncrementalCheck.copy` (a replay branch's fork): after some checks the copy and the original each
+    check their own continuation, interleaved, and every answer is the whole check's."""
+    check = IncrementalCheck()
+    shared, mine = first[: at + 1], first[at + 1 :]
+    for context in shared:
+        check.check(context, thinking=thinking)
+    copy = check.copy()
+    base = shared[-1]
+    theirs = [[*base, *context] for context in second]  # the copy's contexts grow from the same last one
+    for n in range(max(len(mine), len(theirs))):
+        for checker, contexts in ((check, mine), (copy, theirs)):
+            if n < len(contexts):
+                context = contexts[n]
+                assert checker.check(context, thinking=thinking) == whole(context, thinking=thinking)
+
+
 def test_the_cases_the_tail_alone_cannot_decide() -> None:
     """Hand-made: a thinking-only message kept by content appended later, then left waiting when that
     content goes; a whitespace-only response between two user messages (merged again); an empty

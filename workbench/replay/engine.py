@@ -235,7 +235,7 @@ class _Cursor:
         self.removed = self.added = 0
         self.diverged = False
         self.checker = IncrementalCheck()  # the last check, redone only where the context changed since
-        self.checked: int | None = None  # the context's length at the last check (None: none made, or forked)
+        self.checked: int | None = None  # the context's length at the last check (None: none made)
         # strategies replayed with this one whose triggers may fire apart from its own (`replay_group`), and
         # whether one did at the last step
         self.watch: tuple[Strategy, ...] = ()
@@ -257,8 +257,9 @@ class _Cursor:
         return found
 
     def fork(self, strategy: Strategy, *, rows: bool = True) -> _Cursor:
-        """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists are
-        copied, records are shared (immutable: their ``__deepcopy__`` returns them, and the engine keys
+        """A copy of this cursor for ``strategy``: the strategy state is deep-copied, the context lists and the
+        request check (`IncrementalCheck.copy`: the copy's next check is redone only where its context
+        changes) are copied, records are shared (immutable: their ``__deepcopy__`` returns them, and the engine keys
         its tables by their identity). ``rows=False`` leaves the copy's result empty (a checkpoint, whose
         rows so far are a prefix of this cursor's)."""
         clone = copy.copy(self)
@@ -275,8 +276,7 @@ class _Cursor:
             clone.result = ReplayResult(
                 self.result.session_id, self.result.source, strategy.name, facts=self.result.facts
             )
-        clone.checker = IncrementalCheck()
-        clone.checked = None
+        clone.checker = self.checker.copy()
         clone.watch, clone.disagreed = (), False
         return clone
 

@@ -120,6 +120,14 @@ class IncrementalCheck:
         self._context: list[Record] = []
         self._start = 0
 
+    def copy(self) -> IncrementalCheck:
+        """An independent check in this one's state: the containers are copied, what they hold is shared
+        (records, merged messages and violations are immutable), so each goes on from the same last check."""
+        clone = IncrementalCheck.__new__(IncrementalCheck)
+        for name, value in vars(self).items():
+            setattr(clone, name, value.copy() if isinstance(value, list | dict | set) else value)
+        return clone
+
     @property
     def start(self) -> int:
         """Where the last request started (`request_start`)."""
