@@ -289,7 +289,8 @@ def run_sweep(
                 bar.set_postfix_str(f"waiting for {len(held)} cells another sweep is computing")
                 time.sleep(poll_s)
             now = results.done_ids()
-            others = [cid for cid in missing if cid in now and cid not in {c.id for c in mine}]
+            ours = {c.id for c in mine}
+            others = [cid for cid in missing if cid in now and cid not in ours]
             bar.update(len(others))
             failed = {f["cell_id"] for f in failures}
             missing = {cid: c for cid, c in missing.items() if cid not in now and cid not in failed}

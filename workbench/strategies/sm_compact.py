@@ -46,6 +46,7 @@ from pydantic import Field, model_validator
 from ..memory.fork import ExtractionCall, extraction_call
 from ..tokens.estimators import estimate_message_tokens
 from ..transcript.model import Record
+from ..util.identity_memo import IdentityMemo
 from .base import Compaction, ContextView, Strategy, StrategyConfig, for_window
 from .full_compact import FullCompactConfig, full_compaction
 from .records import compact_boundary, summary_message
@@ -168,6 +169,13 @@ def _unseen(records: list[Record], last: Record | None) -> list[Record]:
     return records
 
 
+#: The config-free parts of recent compactions, by the records they saw (`IdentityMemo`): the configs of a
+#: `replay_group` branch compact the same records at its splits, and a third as many cuts as compactions
+#: were distinct on the tune grid.
+_CUTS: IdentityMemo[int] = IdentityMemo()
+_SIZES: IdentityMemo[int] = IdentityMemo()
+
+
 def sm_compaction(
     view: ContextView,
     state: SMState,
@@ -228,10 +236,7 @@ def sm_compaction(
         )
         start = window.start if adjust else window.naive_start
         if adjust and config.thinking_aware:
-            from ..request.invariants import adjust_for_thinking
-
-            thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
-            start = adjust_for_thinking(records, window.naive_start, thinking=thinking)
+            start = _CUTS.get(records, window.naive_start, lambda: _thinking_cut(records, window.naive_start))
         kept = [r for r in records[start:] if not r.is_compact_boundary]
         text = sm_compact_summary_message(content, transcript_path=None, memory_path=MEMORY_PATH)
         # preCompactTokenCount = tokenCountFromLastAPIResponse (usage only), ?? 0 (docs §2.6 step 7)
@@ -239,7 +244,7 @@ def sm_compaction(
         boundary = compact_boundary("auto", pre_tokens, records[-1] if records else None)
         summary = summary_message(text, boundary)
         # estimateMessageTokens([boundary, summary, ...kept]) as one list: boundary and string summary count 0
-        post_tokens = estimate_message_tokens(kept)
+        post_tokens = _SIZES.get(records, start, lambda: estimate_message_tokens(kept))
     except Exception as error:  # docs §2.6 step 9: any error → null → full compaction
         return fallback(f"session-memory compaction error: {type(error).__name__}: {error}")
     if limit is not None and post_tokens >= limit:
@@ -262,6 +267,13 @@ def sm_compaction(
             },
         )
     )
+
+
+def _thinking_cut(records: list[Record], naive_start: int) -> int:
+    from ..request.invariants import adjust_for_thinking
+
+    thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
+    return adjust_for_thinking(records, naive_start, thinking=thinking)
 
 
 @register
