@@ -299,3 +299,37 @@ def test_models_the_table_lacks_are_priced_from_the_price_database() -> None:
     gateway = known_price("claude-opus-4.6-1m", table)
     assert gateway is not None and (gateway.input, gateway.output) == (5.0, 25.0)
     assert known_price("acme-internal-7b", table) is None
+
+
+@pytest.mark.corpus
+def test_cost_steps_of_many_cells_is_each_cells_own_simulation(all_claude_sessions) -> None:
+    """`cost_steps` reads every cell's steps and events at once; each cell's rows are what `simulate_cache`
+    gives that cell alone (its own steps and events, its session's call facts): over every Claude Code
+    session of the corpus, through strategies that compact by summary, in place and not at all, and the
+    ``recorded`` reference, whose recorded misses are observed."""
+    import workbench as wb
+    from workbench.metrics.cache_sim import session_call_info
+
+    sessions = [s for s in all_claude_sessions if not s.is_subagent]
+    strategies = ["recorded", "none", "sm-compact", "gemini-masking", create("sm-compact", {"min_tokens": 40_000})]
+    runs = wb.replay(sessions, strategies, progress=False)
+    steps, events = runs.steps, runs.events
+    together = cost_steps(steps, events, sessions)
+    by_id = {s.id: s for s in sessions}
+    checked = 0
+    for keys, mine in steps.groupby(["session_id", "strategy", "config_hash"], sort=True):
+        cell_events = events[
+            (events["session_id"] == keys[0]) & (events["strategy"] == keys[1]) & (events["config_hash"] == keys[2])
+        ]
+        recorded = keys[1] == "recorded"
+        info = session_call_info(by_id[keys[0]], strip=not recorded)
+        alone = simulate_cache(mine, cell_events, info, observed=recorded).reset_index(drop=True)
+        rows = together[
+            (together["session_id"] == keys[0])
+            & (together["strategy"] == keys[1])
+            & (together["config_hash"] == keys[2])
+        ]
+        pd.testing.assert_frame_equal(rows[list(alone.columns)].reset_index(drop=True), alone, check_dtype=False)
+        checked += 1
+    assert checked == len(sessions) * len(strategies)
+    assert (events["kind"] == "recorded-compact").any() and len(events) > len(sessions)

@@ -229,12 +229,22 @@ def miss_causes(session: Session) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["session_id", "step", "line", "gap_s", "recorded_read", "invalidated", "cause"])
 
 
+#: The event fields the cache simulation reads.
+EVENT_FIELDS = ("step", "keep_start", "kind", "dropped_uuids")
+
+
 def _changes(events: pd.DataFrame | None, info: SessionCallInfo | None, static: int) -> dict[int, int]:
-    changes: dict[int, int] = {}
     if events is None or not len(events):
-        return changes
-    read = [c for c in ("step", "keep_start", "kind", "dropped_uuids") if c in events.columns]
-    for event in events[read].sort_values("step", kind="stable").to_dict("records"):
+        return {}
+    read = [c for c in EVENT_FIELDS if c in events.columns]
+    return event_changes(events[read].sort_values("step", kind="stable").to_dict("records"), info, static)
+
+
+def event_changes(events: Sequence[Mapping[str, Any]], info: SessionCallInfo | None, static: int) -> dict[int, int]:
+    """Step → the prefix a compaction before it leaves cacheable, from one cell's events (by step, as dicts
+    of `EVENT_FIELDS`)."""
+    changes: dict[int, int] = {}
+    for event in events:
         step = int(event["step"])
         in_place = event.get("keep_start") is None or pd.isna(event.get("keep_start"))
         reuse = static
@@ -292,16 +302,31 @@ def simulated_columns(
     """`simulate_cache`'s columns as lists (a caller that joins many cells builds one frame at the end)."""
     steps = steps.sort_values("step", kind="stable")
     static = static_prefix if static_prefix is not None else (info.static_prefix if info else 0)
+    prompts = steps["context_tokens"].to_numpy()
+    withouts = steps["tokens_without_compaction"].to_numpy() if "tokens_without_compaction" in steps else prompts
+    return simulated_arrays(
+        steps["step"].to_numpy(), prompts, withouts, _changes(events, info, static), info, static, ttl, observed
+    )
+
+
+def simulated_arrays(
+    step_values: Sequence[Any],
+    prompts: Sequence[Any],
+    withouts: Sequence[Any],
+    changes: Mapping[int, int],
+    info: SessionCallInfo | None,
+    static: int,
+    ttl: float | None,
+    observed: bool,
+) -> dict[str, list[Any]]:
+    """`simulated_columns` of one cell given as arrays in step order: its steps, context and uncompacted
+    sizes, and its compactions' `event_changes` (``static``: the static prefix in force)."""
     life = ttl if ttl is not None else (info.ttl if info else TTL_5M)
-    changes = _changes(events, info, static)
     out: dict[str, list[Any]] = {name: [] for name in SIMULATED_COLUMNS}
     previous: int | None = None
     previous_time: float | None = None
     saved_before = 0
-    # the two columns read, as arrays (a dict per row of every column was most of a tune's cost time)
-    prompts = steps["context_tokens"].to_numpy()
-    withouts = steps["tokens_without_compaction"].to_numpy() if "tokens_without_compaction" in steps else prompts
-    for step_value, prompt_value, without in zip(steps["step"].to_numpy(), prompts, withouts, strict=True):
+    for step_value, prompt_value, without in zip(step_values, prompts, withouts, strict=True):
         step = int(step_value)
         prompt = int(prompt_value)
         recorded = info.recorded(step) if info is not None else None

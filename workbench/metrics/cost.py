@@ -58,14 +58,16 @@ import pandas as pd
 from ..transcript.model import Session
 from ._common import KEYS, ensure_keys, session_map
 from .cache_sim import (
+    EVENT_FIELDS,
     SIMULATED_COLUMNS,
     TTL_1H,
     TTL_5M,
     SessionCallInfo,
+    event_changes,
     miss_causes,
     session_call_info,
     simulate_cache,
-    simulated_columns,
+    simulated_arrays,
 )
 from .memory_cost import MEMORY_COLUMNS as MEMORY_COLUMNS
 from .memory_cost import _from_session_memory, with_memory_cost
@@ -127,11 +129,9 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
     return pd.Series(out, index=frame.index, dtype=float)
 
 
-def _is_recorded(cell_events: pd.DataFrame, strategy: str) -> bool:
-    """The ``recorded`` reference (keeps the recorded compactions): its context is the recorded one."""
-    if len(cell_events):
-        return bool((cell_events["kind"] == "recorded-compact").any()) or strategy == "recorded"
-    return strategy == "recorded"
+def _cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Each row's cell, ``(session_id, strategy, config_hash)``."""
+    return list(zip(*(frame[k].tolist() for k in KEYS), strict=True))
 
 
 def cost_steps(
@@ -158,19 +158,44 @@ def cost_steps(
     events = ensure_keys(events)
     infos: dict[tuple[str, bool], SessionCallInfo] = dict(call_infos or {})
     columns: dict[str, list[Any]] = {name: [] for name in (*KEYS, *SIMULATED_COLUMNS)}
-    # each cell's events looked up, not selected with a boolean mask over every event per cell
-    no_events = events.iloc[0:0]
-    by_cell = {tuple(k): g for k, g in events.groupby(KEYS, sort=False)} if len(events) else {}
-    for keys, group in steps.groupby(KEYS, sort=True):
+    # Every cell's events as dicts by step, and every cell's steps as arrays, each read once: the cells are
+    # the stretches of the steps sorted by cell and step (a frame per cell was most of a tune's cost time).
+    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    if len(events):
+        ordered = events.dropna(subset=KEYS).sort_values([*KEYS, "step"], kind="stable")
+        read = ordered[[c for c in EVENT_FIELDS if c in ordered.columns]].to_dict("records")
+        for key, event in zip(_cells(ordered), read, strict=True):
+            by_cell.setdefault(key, []).append(event)
+    steps = steps.dropna(subset=KEYS).sort_values([*KEYS, "step"], kind="stable")
+    cells = _cells(steps)
+    step_values, prompts = steps["step"].to_numpy(), steps["context_tokens"].to_numpy()
+    withouts = steps["tokens_without_compaction"].to_numpy() if "tokens_without_compaction" in steps else prompts
+    first = 0
+    while first < len(cells):
+        keys = cells[first]
+        last = first
+        while last < len(cells) and cells[last] == keys:
+            last += 1
         sid = keys[0]
-        cell_events = by_cell.get(tuple(keys), no_events)
-        recorded = _is_recorded(cell_events, keys[1])
+        cell_events = by_cell.get(keys, [])
+        recorded = keys[1] == "recorded" or any(e.get("kind") == "recorded-compact" for e in cell_events)
         info = infos.get((sid, not recorded))
         if info is None and sid in by_id:
             info = infos[(sid, not recorded)] = session_call_info(by_id[sid], strip=not recorded)
-        sim = simulated_columns(group, cell_events, info, observed=recorded and misses == "auto")
-        for key, value in zip(KEYS, keys, strict=True):
-            columns[key].extend([value] * len(sim["step"]))
+        static = info.static_prefix if info else 0
+        sim = simulated_arrays(
+            step_values[first:last],
+            prompts[first:last],
+            withouts[first:last],
+            event_changes(cell_events, info, static),
+            info,
+            static,
+            None,
+            recorded and misses == "auto",
+        )
+        first = last
+        for column, value in zip(KEYS, keys, strict=True):
+            columns[column].extend([value] * len(sim["step"]))
         for name, values in sim.items():
             columns[name].extend(values)
     if not columns["step"]:

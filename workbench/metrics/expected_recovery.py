@@ -171,11 +171,26 @@ def expected_recovery_events(
     counter = cached_estimator(estimator)
     prepared: dict[bool, Any] = {}
     steps = ensure_keys(steps) if steps is not None and len(steps) else None
-    steps_of = {tuple(k): g for k, g in steps.groupby(KEYS, sort=False)} if steps is not None else {}
+    # each cell's context size per step, read once as lists (a frame per cell was most of the cost)
+    context_of: dict[tuple[Any, ...], tuple[dict[int, float], int]] = {}  # cell → (sizes by step, its rows)
+    if steps is not None:
+        step_values, context_values = steps["step"].tolist(), steps["context_tokens"].tolist()
+        for key, positions in steps.groupby(KEYS, sort=False).indices.items():
+            context_of[tuple(key)] = ({step_values[i]: context_values[i] for i in positions}, len(positions))
+    # the events by cell in key order, each cell's by step (ties in row order), as dicts of the fields read
+    frame = frame.sort_values([*KEYS, "step"], kind="stable")
+    events_read = frame[[c for c in _EVENT_FIELDS if c in frame.columns]].to_dict("records")
+    cells = list(zip(*(frame[k].tolist() for k in KEYS), strict=True))
     rows: list[dict[str, Any]] = []
-    for keys, group in frame.groupby(KEYS, sort=True):
-        group = group.sort_values("step", kind="stable")
-        recorded = bool((group["kind"] == "recorded-compact").any())
+    first = 0
+    while first < len(cells):
+        keys = cells[first]
+        last = first
+        while last < len(cells) and cells[last] == keys:
+            last += 1
+        group = events_read[first:last]
+        first = last
+        recorded = any(event.get("kind") == "recorded-compact" for event in group)
         if recorded not in prepared:
             records = original if recorded else stripped
             found = [a for a in acquisitions(records) if a.kind in REACQUIRED_KINDS]
@@ -187,18 +202,15 @@ def expected_recovery_events(
             scale = session_scale(records, counter.count_many(records))
             model = _session_model(records, session)
             price = price_or_none(model, table, default_model)
-            prepared[recorded] = (records, api_calls(records), found, sizes, calls_sizes, scale, price)
-        records, calls, found, sizes, use_sizes, scale, price = prepared[recorded]
-        context_by_step: dict[int, float] = {}
-        n_steps = len(calls)
-        mine = steps_of.get(tuple(keys))
-        if mine is not None:
-            context_by_step = dict(zip(mine["step"].tolist(), mine["context_tokens"].tolist(), strict=True))
-            n_steps = max(n_steps, len(mine))
+            ttl_price = _ttl_write_price(records, price) if price else None
+            prepared[recorded] = (records, api_calls(records), found, sizes, calls_sizes, scale, price, ttl_price)
+        records, calls, found, sizes, use_sizes, scale, price, ttl_price = prepared[recorded]
+        context_by_step, step_rows = context_of.get(keys, ({}, 0))
+        n_steps = max(len(calls), step_rows)
         rows.extend(
             _walk(
                 keys,
-                group[[c for c in _EVENT_FIELDS if c in group.columns]].to_dict("records"),
+                group,
                 records,
                 calls,
                 found,
@@ -206,7 +218,7 @@ def expected_recovery_events(
                 use_sizes,
                 scale,
                 price,
-                _ttl_write_price(records, price) if price else None,
+                ttl_price,
                 context_by_step,
                 n_steps,
                 available,
