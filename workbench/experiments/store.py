@@ -67,6 +67,13 @@ def _batch_of(path: Path) -> str:
     return name.removesuffix(".tmp").removesuffix(".parquet")
 
 
+def _read_part(path: Path, *, columns: Sequence[str] | None = None, verify: bool = False) -> pa.Table:
+    """One part file (``verify``: its page checksums checked), read as one file: `pq.read_table` of a path
+    sets up a dataset first, about half the time of reading a part of a tune's store."""
+    with pq.ParquetFile(path, page_checksum_verification=verify) as part:
+        return part.read(columns=columns)
+
+
 def _concat(tables: Sequence[pa.Table]) -> pa.Table | None:
     tables = [t for t in tables if t.num_rows]
     return pa.concat_tables(tables, promote_options="permissive") if tables else None
@@ -124,7 +131,7 @@ class ResultStore:
         for path in self._files("cells"):
             batch = _batch_of(path)
             try:
-                data = pq.read_table(path, columns=["cell_id", "steps", "compactions"])
+                data = _read_part(path, columns=["cell_id", "steps", "compactions"])
                 damage = self._damage(path)
                 if damage is not None:
                     raise ValueError(damage)
@@ -178,7 +185,7 @@ class ResultStore:
         if self._verified.get(key) == mark:
             return None
         try:
-            pq.read_table(path, page_checksum_verification=True)
+            _read_part(path, verify=True)
         except _READ_ERRORS as exc:
             self._verified.pop(key, None)
             return f"its data does not read back: {_reason(exc)}"
@@ -209,7 +216,7 @@ class ResultStore:
             if batches is not None and _batch_of(path) not in batches:
                 continue
             try:
-                parts.append(conform(table, pq.read_table(path)))
+                parts.append(conform(table, _read_part(path)))
             except _READ_ERRORS as exc:
                 self.problems.append(f"{path}: unreadable ({_reason(exc)}): skipped")
         parts = [p for p in parts if p.num_rows]
@@ -286,20 +293,25 @@ class ResultStore:
             return chosen, frames[0], frames[1]
 
         gathered = 0
+        # each batch's cells as positions, looked up (a boolean mask over every cell per batch was a tenth of
+        # a tune's measuring)
+        by_rank = cells.groupby("_rank", sort=False).indices
+        cell_ids, cell_sessions, cell_batches = (cells[c].tolist() for c in ("cell_id", "_session", "batch"))
         for position in order:
-            here = cells[cells["_rank"] == position]
-            batch, ids = here["batch"].iloc[0], pa.array(list(here["cell_id"]), type=pa.string())
+            here = by_rank[position]
+            batch = cell_batches[here[0]]
+            ids = pa.array([cell_ids[i] for i in here], type=pa.string())
             for table, kept in (("steps", steps), ("events", events)):
                 path = self.root / table / f"part-{batch}.parquet"
                 try:
-                    data = conform(table, pq.read_table(path)) if path.is_file() else None
+                    data = conform(table, _read_part(path)) if path.is_file() else None
                 except _READ_ERRORS as exc:
                     self.problems.append(f"{path}: unreadable ({_reason(exc)}): skipped")
                     data = None
                 if data is not None and data.num_rows:
                     kept.append(data.filter(pc.is_in(data["cell_id"], value_set=ids)))
                     gathered += kept[-1].num_rows if table == "steps" else 0
-            held.update(here["_session"])
+            held.update(cell_sessions[i] for i in here)
             if gathered < rows and position != order[-1]:
                 continue
             ready = {name for name in held if last[name] <= position}
