@@ -84,14 +84,18 @@ def test_a_failed_write_on_the_way_out_does_not_hide_the_first_error(tmp_path: P
 
 def test_a_sweep_stores_fewer_batches_than_tasks(tmp_path: Path) -> None:
     """Six sessions of five cells (TINY's grid), a task each: batch size 64 gathers every task into one
-    batch; batch size 12 makes batches of two tasks (a third would make 15)."""
+    batch; batch size 1 makes tasks of one cell, stored `BATCH_TASKS` (8) at a time; batch size 2 makes
+    tasks of 2, 2 and 1 cells per session, and a batch stops before a task would take it past 16 cells."""
+    from workbench.experiments.run import BATCH_TASKS
+
+    assert BATCH_TASKS == 8
     spec = write_spec(tmp_path, TINY)
     one = run_sweep(spec, store=tmp_path / "one", executor="inline", progress=False)
     assert one.cells_computed == 30 and _sizes(ResultStore(tmp_path / "one")) == [30]
-    two = run_sweep(spec, store=tmp_path / "two", executor="inline", progress=False, batch_size=12)
-    assert two.cells_computed == 30 and _sizes(ResultStore(tmp_path / "two")) == [10, 10, 10]
-    run_sweep(spec, store=tmp_path / "single", executor="inline", progress=False, batch_size=1)
-    assert _sizes(ResultStore(tmp_path / "single")) == [1] * 30
+    single = run_sweep(spec, store=tmp_path / "single", executor="inline", progress=False, batch_size=1)
+    assert single.cells_computed == 30 and _sizes(ResultStore(tmp_path / "single")) == [8, 8, 8, 6]
+    run_sweep(spec, store=tmp_path / "two", executor="inline", progress=False, batch_size=2)
+    assert _sizes(ResultStore(tmp_path / "two")) == [15, 15]
 
 
 def test_bounds_must_be_positive(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def two_runs(corpus: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """The smoke tune: 36 configs × 6 sessions, a batch per session."""
+    """The smoke tune: 36 configs × 6 sessions, several sessions per stored batch."""
     store = tmp_path_factory.mktemp("smoke") / "store"
     spec = ROOT / "experiments" / "tune-smoke.yaml"
     return store, wb.tune(str(spec), store=store, executor="inline", progress=False)
@@ -73,6 +73,8 @@ def test_parts_give_each_cell_once_with_its_rows_whole_sessions_only(two_runs: t
         assert len(steps) <= max(rows, 1) + 2 * batch_rows  # what was gathered, and one batch over
     assert sorted(seen) == sorted(cells["cell_id"])
     assert sum(len(s) for s in sessions) == len(set().union(*sessions))  # a session comes in one part
+    if rows == 1:  # the sessions of one batch too come one part each
+        assert all(len(s) == 1 for s in sessions)
 
 
 def test_a_tune_measured_in_parts_equals_one_table_of_every_cell(

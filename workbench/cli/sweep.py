@@ -280,7 +280,13 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="DIR",
                 help="Run each (strategy, config) as an executed notebook into this folder.",
             ),
-            arg("--batch-size", type=at_least_one, default=64, metavar="N", help="Cells per task / per stored batch."),
+            arg(
+                "--batch-size",
+                type=at_least_one,
+                default=64,
+                metavar="N",
+                help="Cells per task (a stored batch holds up to eight tasks).",
+            ),
             arg(
                 "--max-grid-points",
                 type=at_least_one,

@@ -79,13 +79,6 @@ def _concat(tables: Sequence[pa.Table]) -> pa.Table | None:
     return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
 
-def _inside(frame: pd.DataFrame, key: Sequence[str], sessions: set[Any]) -> Any:
-    """Which rows of ``frame`` belong to ``sessions`` (tuples of the ``key`` columns)."""
-    if not len(frame):
-        return pd.Series([], dtype=bool).to_numpy()
-    return pd.MultiIndex.from_frame(frame[list(key)]).isin(list(sessions))
-
-
 def _owner_of(batch: str) -> str | None:
     parts = batch.split("-")
     return parts[1] if len(parts) == 3 else None
@@ -260,9 +253,11 @@ class ResultStore:
 
         The batches are read one at a time, oldest first; a session (``session_id``, ``file``) is given once
         the last batch holding one of its cells has been read, with every row of its cells, together with
-        the other sessions ready by then, once they reach ``rows`` step rows or the batches run out (a sweep
-        stores the cells of one session computed in one run in one batch, so a session is seldom held across
-        batches)."""
+        the other sessions ready by then, in parts of about ``rows`` step rows (by the cells' ``steps``
+        counts, in the order the cells list them), once the rows read reach ``rows`` or the batches run out
+        (a sweep stores the cells of one session computed in one run in one batch, so a session is seldom
+        held across batches). A batch is read whole, so what is held is also bounded by the largest batch
+        (`BatchWriter`: 20,000 step rows and one task)."""
         if cells.empty:
             return
         rank = {batch: n for n, batch in enumerate(sorted(set(cells["batch"])))}  # oldest first, as `batches`
@@ -275,28 +270,40 @@ class ResultStore:
         events: list[pa.Table] = []
         held: set[Any] = set()
 
-        def part(ready: set[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-            nonlocal steps, events
-            whole = [_concat(tables) for tables in (steps, events)]
-            frames = [table.to_pandas() if table is not None else pd.DataFrame() for table in whole]
-            if ready == held:
-                steps, events = [], []
-            else:  # some sessions wait for a later batch: their rows stay
-                inside = [_inside(frame, key, ready) for frame in frames]
-                frames = [frame[mask].reset_index(drop=True) for frame, mask in zip(frames, inside, strict=True)]
-                steps, events = (
-                    [table.filter(pa.array(~mask))] if table is not None else []
-                    for table, mask in zip(whole, inside, strict=True)
-                )
-            held.difference_update(ready)
-            chosen = cells[cells["_session"].isin(ready)].drop(columns=["_session", "_rank"]).reset_index(drop=True)
-            return chosen, frames[0], frames[1]
-
-        gathered = 0
         # each batch's cells as positions, looked up (a boolean mask over every cell per batch was a tenth of
         # a tune's measuring)
         by_rank = cells.groupby("_rank", sort=False).indices
         cell_ids, cell_sessions, cell_batches = (cells[c].tolist() for c in ("cell_id", "_session", "batch"))
+        first_seen = {name: n for n, name in enumerate(dict.fromkeys(cell_sessions))}
+        counts = cells["steps"].fillna(0).astype(int).tolist() if "steps" in cells.columns else [0] * len(cells)
+        session_rows: dict[Any, int] = {}
+        for name, count in zip(cell_sessions, counts, strict=True):
+            session_rows[name] = session_rows.get(name, 0) + count
+
+        def part(ready: set[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+            """The rows of the ``ready`` sessions' cells, taken out of what is held (filtered in Arrow: only
+            the part becomes a frame)."""
+            nonlocal steps, events
+            chosen = [i for i, name in enumerate(cell_sessions) if name in ready]
+            ids = pa.array([cell_ids[i] for i in chosen], type=pa.string())
+            frames: list[pd.DataFrame] = []
+            rest: list[list[pa.Table]] = []
+            for tables in (steps, events):
+                whole = _concat(tables)
+                if whole is None:
+                    frames.append(pd.DataFrame())
+                    rest.append([])
+                    continue
+                inside = pc.is_in(whole["cell_id"], value_set=ids)
+                frames.append(whole.filter(inside).to_pandas())
+                left = whole.filter(pc.invert(inside))
+                rest.append([left] if left.num_rows else [])
+            steps, events = rest
+            held.difference_update(ready)
+            picked = cells.iloc[chosen].drop(columns=["_session", "_rank"]).reset_index(drop=True)
+            return picked, frames[0], frames[1]
+
+        gathered = 0
         for position in order:
             here = by_rank[position]
             batch = cell_batches[here[0]]
@@ -314,10 +321,17 @@ class ResultStore:
             held.update(cell_sessions[i] for i in here)
             if gathered < rows and position != order[-1]:
                 continue
-            ready = {name for name in held if last[name] <= position}
-            if ready:
-                yield part(ready)
-                gathered = sum(table.num_rows for table in steps)
+            ready = sorted((name for name in held if last[name] <= position), key=first_seen.__getitem__)
+            # a batch holds several sessions: they are given in parts of about ``rows`` step rows too
+            chunk: list[Any] = []
+            size = 0
+            for n, name in enumerate(ready):
+                chunk.append(name)
+                size += session_rows[name]
+                if size >= rows or n == len(ready) - 1:
+                    yield part(set(chunk))
+                    chunk, size = [], 0
+            gathered = sum(table.num_rows for table in steps)
 
     def failures(self) -> pd.DataFrame:
         """The latest failure of every cell that failed and has not been computed since."""
