@@ -225,6 +225,25 @@ def test_an_unchanged_file_is_not_even_hashed_again(
     assert hashed == [path] and len(parses) == 2
 
 
+def test_a_file_copied_back_unchanged_is_hashed_once_then_known_again(
+    tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose bytes are the same under a new stamp (a corpus unpacked again, a backup restored: new
+    inode, mtime and ctime) is hashed once, found in the cache, and its pointer takes the new stamp: the
+    next load hashes nothing. Its sessions are never parsed again."""
+    path = write_claude(tmp_path / "a.jsonl", "s-a")
+    first = [s.fingerprint for s in load_paths([path])]
+    hashed: list[Path] = []
+    real = session_cache.content_hash
+    monkeypatch.setattr(session_cache, "content_hash", lambda p: hashed.append(p) or real(p))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(path.read_bytes())
+    os.replace(copy, path)  # same content, a new inode and new times
+    for _ in range(3):
+        assert [s.fingerprint for s in load_paths([path])] == first
+    assert hashed == [path] and len(parses) == 1
+
+
 def test_notebook_reloads_use_the_cache(tmp_path: Path, cache: Path, parses: list[str]) -> None:
     import workbench as wb
 

@@ -301,7 +301,22 @@ def _entry(path: Path, loader_name: str) -> _Entry:
         return known
     settings = (loader_name, loader_version(), max_line_bytes())
     digest, stamp = content_hash(path)
-    return _Entry(_hash(*settings, str(path), digest), _hash(*settings, str(path)), stamp, digest)
+    entry = _Entry(_hash(*settings, str(path), digest), _hash(*settings, str(path)), stamp, digest)
+    _restamp(entry)
+    return entry
+
+
+def _restamp(entry: _Entry) -> None:
+    """A file whose content is the one its pointer recorded under another stamp (copied back, restored,
+    touched, its corpus unpacked again): the pointer takes the new stamp, so the file is not hashed again at
+    every load. Nothing else changes: the entries are keyed by the content."""
+    known = _pointed(entry.pointer)
+    if known is None or known.get("digest") != entry.digest or tuple(known.get("stamp", ())) == entry.stamp:
+        return
+    try:
+        _atomic(_root() / "paths" / entry.pointer, json.dumps({**known, "stamp": list(entry.stamp)}).encode())
+    except OSError as exc:
+        _degrade(exc)
 
 
 def _known_entry(path: Path, loader_name: str) -> _Entry | None:
