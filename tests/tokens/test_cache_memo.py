@@ -55,3 +55,20 @@ def test_an_estimator_that_counts_differently_does_not_read_the_old_counts(tmp_p
     assert fresh.count_many(records) == [2] * 40 and fresh.stats.hits == 0
     again = CachedEstimator(Old(), path)
     assert again.count_many(records) == [1] * 40 and again.stats.misses == 0
+
+
+@pytest.mark.parametrize("name", ["claude-rough", "claude-padded", "tiktoken:o200k_base"])
+def test_records_made_for_one_count_are_counted_as_the_cache_counts_them(tmp_path: Path, name: str) -> None:
+    """`count_fresh`: a character rule counts directly (no cache key, no lookup), a tokenizer through the
+    cache; either way the numbers are the cache's."""
+    counter = token_cache.CachedEstimator(get_estimator(name), tmp_path / "counts.sqlite")
+    records = [
+        Record(kind="user", role="user", blocks=(Block.text_block("word " * n + "é" * (n % 7)),), has_content=True)
+        for n in range(60)
+    ]
+    before = counter.stats.hits + counter.stats.misses
+    fresh = counter.count_fresh(records)
+    looked_up = counter.stats.hits + counter.stats.misses - before
+    assert looked_up == (0 if get_estimator(name).cheap else len(records))
+    assert fresh == counter.count_many(records) == get_estimator(name).count_many(records)
+    counter.close()

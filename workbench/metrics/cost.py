@@ -229,7 +229,25 @@ def _summarizer_rows(
     summarizer_input: str,
 ) -> pd.DataFrame:
     rows = []
-    for event in ensure_keys(events).to_dict("records"):
+    events = ensure_keys(events)
+    # the fields read (an event row also lists every record it kept or dropped: costly to turn into dicts)
+    fields = [
+        *KEYS,
+        *(
+            c
+            for c in (
+                "summary",
+                "kind",
+                "summary_source",
+                "summarizer_input_tokens",
+                "summarizer_output_tokens",
+                "tokens_before",
+                "tokens_after",
+            )
+            if c in events.columns
+        ),
+    ]
+    for event in events[fields].to_dict("records"):
         summary = event.get("summary")
         if not isinstance(summary, str) or not summary or event.get("kind") == "recorded-compact":
             continue  # a recorded compaction's call is its compaction agent's own session

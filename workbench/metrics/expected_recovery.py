@@ -195,10 +195,11 @@ def expected_recovery_events(
             records = original if recorded else stripped
             found = [a for a in acquisitions(records) if a.kind in REACQUIRED_KINDS]
             result_records = [result_record(a) for a in found]
-            sizes = [counter.count(r) if r is not None else 0 for r in result_records]
+            counted = iter(counter.count_fresh([r for r in result_records if r is not None]))
+            sizes = [next(counted) if r is not None else 0 for r in result_records]
             blocks = _uses(records, found)
             uses = [Record(kind="assistant", role="assistant", blocks=(b,), has_content=True) for b in blocks]
-            calls_sizes = counter.count_many(uses)
+            calls_sizes = counter.count_fresh(uses)
             scale = session_scale(records, counter.count_many(records))
             model = _session_model(records, session)
             price = price_or_none(model, table, default_model)

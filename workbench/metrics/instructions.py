@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
@@ -174,6 +175,7 @@ class Instruction:
     line: int | None
 
 
+@lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -182,8 +184,10 @@ def _stem(word: str) -> str:
     return word[:STEM_LENGTH]
 
 
+@lru_cache(maxsize=4096)
 def stems(text: str) -> frozenset[str]:
-    """The content stems of ``text`` (see the module docstring)."""
+    """The content stems of ``text`` (see the module docstring); remembered: a summary and the prompts of a
+    session are read once per compaction of every config."""
     out: set[str] = set()
     for word in _WORD.findall(text.lower().replace("’", "'")):
         if len(word) >= 3 and word not in _STOP:

@@ -216,6 +216,14 @@ class CachedEstimator:
     def count(self, record: Record) -> int:
         return self.count_many([record])[0]
 
+    def count_fresh(self, records: Sequence[Record]) -> list[int]:
+        """`count_many` of records made for this count (a tool result on its own, say): counted directly when
+        the estimator is a character rule (`cheap`: its count costs less than the content key the cache
+        looks up by), through the cache otherwise. The same numbers either way."""
+        if getattr(self.inner, "cheap", False):
+            return self.inner.count_many(records)
+        return self.count_many(records)
+
     def count_many(self, records: Iterable[Record]) -> list[int]:
         items: Sequence[Record] = records if isinstance(records, Sequence) else list(records)
         keys = [record.content_key for record in items]

@@ -47,6 +47,9 @@ class Estimator(Protocol):
 
 class _Base:
     name = ""
+    #: Counting costs less than the token cache's key (a character rule, no tokenizer):
+    #: `workbench.tokens.cache.CachedEstimator.count_fresh` counts records made for one count directly.
+    cheap = False
 
     def count(self, record: Record) -> int:
         raise NotImplementedError
@@ -62,6 +65,7 @@ class ClaudeRough(_Base):
     """Claude Code's ``roughTokenCountEstimationForMessages`` for a single message."""
 
     name = "claude-rough"
+    cheap = True
 
     def count(self, record: Record) -> int:
         return record_tokens(record, rough_tokens)
@@ -71,6 +75,7 @@ class ClaudePadded(_Base):
     """Claude Code's ``estimateMessageTokens([record])``: array content only, ×4/3, ``Math.ceil``."""
 
     name = "claude-padded"
+    cheap = True
 
     def count(self, record: Record) -> int:
         return math.ceil(record_tokens(record, rough_tokens, string_content_counts=False) * 4 / 3)
