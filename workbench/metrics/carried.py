@@ -24,23 +24,30 @@ MIN_LINE = 20
 #: Share of a result's content lines a carrier must hold.
 CARRIED_SHARE = 0.5
 _GUTTER = re.compile(r"^\s*\d+[→\t|:]\s?")
-_SPACE = re.compile(r"\s+")
 
 
 def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
+    """Whitespace runs collapsed to one space, the ends stripped (``re.sub(r"\\s+", " ", text).strip()``:
+    `str.split` splits on exactly the characters ``\\s`` matches, a test checks every code point)."""
+    return " ".join(text.split())
+
+
+def _ungutter(line: str) -> str:
+    """``line`` without a ``cat -n`` gutter; the pattern is tried only where one can start (a digit after
+    the leading whitespace: ``\\d`` is `str.isdecimal`)."""
+    return _GUTTER.sub("", line) if line.lstrip()[:1].isdecimal() else line
 
 
 @lru_cache(maxsize=8192)
 def _content_lines(text: str) -> tuple[str, ...]:
-    lines = (_norm(_GUTTER.sub("", line)) for line in text.splitlines())
+    lines = (_norm(_ungutter(line)) for line in text.splitlines())
     return tuple(line for line in lines if len(line) >= MIN_LINE)
 
 
 @lru_cache(maxsize=512)
 def _flat(carrier: str) -> str:
     """A carrier without gutters, whitespace collapsed (one summary is checked against many results)."""
-    return _norm("\n".join(_GUTTER.sub("", line) for line in carrier.splitlines()))
+    return _norm("\n".join(_ungutter(line) for line in carrier.splitlines()))
 
 
 def content_carried(content: str, carrier: str) -> bool:
