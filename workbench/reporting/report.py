@@ -28,11 +28,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..metrics._common import KEYS, share
 from ..metrics.calibration import dollar_weighted_error
-from ..metrics.cost import load_pricing, unpriced_count
+from ..metrics.cost import load_pricing
 from ..metrics.expected_recovery import SESSION_COLUMNS as RECOVERY_COLUMNS
 from ..metrics.expected_recovery import expected_recovery_sessions
 from ..metrics.fidelity import SESSION_COLUMNS as FIDELITY_COLUMNS
@@ -321,6 +322,22 @@ def _with_recovery(
     return table, measured
 
 
+#: Columns summed over the sessions where they are available: null (never 0) where none is.
+_AVAILABLE_SUMS = (
+    "cost_usd",
+    "memory_cost_usd",
+    "expected_recovery_calls",
+    "expected_recovery_tokens",
+    "expected_recovery_files",
+    "recovery_cost_usd",
+    "total_cost_usd",
+    "measured_recovery_tokens",
+    "measured_recovery_calls",
+    "instructions",
+    "instructions_lost",
+)
+
+
 def _pooled(table: pd.DataFrame) -> pd.DataFrame:
     group = table.groupby(["strategy", "config_hash"], sort=True)
     out = group.agg(
@@ -338,22 +355,30 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         compaction_violations=("compaction_violations", "sum"),
         repairs=("repairs", "sum"),
         fallbacks=("fallbacks", "sum"),
-        # the priced sessions' sum (the same sessions are priced for every strategy); how many are not, beside it
-        cost_usd=("cost_usd", lambda c: _available_sum(c)),
-        unpriced_sessions=("cost_usd", unpriced_count),
         summarizer_cost_usd=("summarizer_cost_usd", "sum"),
         memory_extractions=("memory_extractions", "sum"),
-        memory_cost_usd=("memory_cost_usd", lambda c: _available_sum(c)),
-        expected_recovery_calls=("expected_recovery_calls", lambda c: _available_sum(c)),
-        expected_recovery_tokens=("expected_recovery_tokens", lambda c: _available_sum(c)),
-        expected_recovery_files=("expected_recovery_files", lambda c: _available_sum(c)),
-        recovery_cost_usd=("recovery_cost_usd", lambda c: _available_sum(c)),
-        total_cost_usd=("total_cost_usd", lambda c: _available_sum(c)),
-        measured_recovery_tokens=("measured_recovery_tokens", lambda c: _available_sum(c)),
-        measured_recovery_calls=("measured_recovery_calls", lambda c: _available_sum(c)),
-        instructions=("instructions", lambda c: _available_sum(c)),
-        instructions_lost=("instructions_lost", lambda c: _available_sum(c)),
-    ).reset_index()
+    )
+    # sums over the available sessions, all columns at once (a Python function per column and group copied
+    # the table for each); the priced sessions' cost, and how many are not priced, beside it
+    numeric = table[list(_AVAILABLE_SUMS)].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    codes = group.ngroup().to_numpy()
+    sums: dict[str, list[float | None]] = {column: [] for column in _AVAILABLE_SUMS}
+    unpriced = []
+    for number in range(group.ngroups):
+        block = numeric[codes == number]  # the group's rows in table order, as the group's own Series
+        missing = np.isnan(block)
+        unpriced.append(int(missing[:, 0].sum()))
+        filled = np.where(missing, 0.0, block)
+        for position, column in enumerate(_AVAILABLE_SUMS):  # each a Series sum: NaN as 0, pairwise in order
+            present = not missing[:, position].all()
+            sums[column].append(float(np.ascontiguousarray(filled[:, position]).sum()) if present else None)
+    available = pd.DataFrame(sums, index=out.index)
+    for column in available.columns:  # as a column of Python sums: float with NaN, or nulls where none is
+        if available[column].notna().any():
+            available[column] = available[column].astype(float)
+    out = out.join(available).assign(unpriced_sessions=unpriced)
+    out = out[[*out.columns[:14], "cost_usd", "unpriced_sessions", *out.columns[14:16], *_AVAILABLE_SUMS[1:]]]
+    out = out.reset_index()
     # the user's instructions the compacted contexts kept, pooled over every compaction event
     lost, given = (pd.to_numeric(out[c], errors="coerce") for c in ("instructions_lost", "instructions"))
     out["instructions_kept"] = 1 - lost / given.where(given > 0)
@@ -371,8 +396,3 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         out["needed_recall"] = None
     return out
 
-
-def _available_sum(column: pd.Series) -> float | None:
-    """Sum over the sessions where the estimate is available; null (never 0) where none is."""
-    values = pd.to_numeric(column, errors="coerce")
-    return float(values.sum()) if values.notna().any() else None
