@@ -68,10 +68,11 @@ def _batch_of(path: Path) -> str:
 
 
 def _read_part(path: Path, *, columns: Sequence[str] | None = None, verify: bool = False) -> pa.Table:
-    """One part file (``verify``: its page checksums checked), read as one file: `pq.read_table` of a path
-    sets up a dataset first, about half the time of reading a part of a tune's store."""
+    """One part file (``verify``: its page checksums checked), read as one file (`pq.read_table` of a path
+    sets up a dataset first, about half the time of reading a part of a tune's store) on this thread (a
+    part is at most a batch: starting Arrow's thread pool costs more than decoding it)."""
     with pq.ParquetFile(path, page_checksum_verification=verify) as part:
-        return part.read(columns=columns)
+        return part.read(columns=columns, use_threads=False)
 
 
 def _concat(tables: Sequence[pa.Table]) -> pa.Table | None:
@@ -215,7 +216,7 @@ class ResultStore:
         parts = [p for p in parts if p.num_rows]
         if not parts:
             return pd.DataFrame()
-        return pa.concat_tables(parts, promote_options="permissive").to_pandas()
+        return pa.concat_tables(parts, promote_options="permissive").to_pandas(use_threads=False)
 
     def cells(self, ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Committed cells, one row per cell id (earliest batch wins), optionally only ``ids``."""
@@ -295,7 +296,7 @@ class ResultStore:
                     rest.append([])
                     continue
                 inside = pc.is_in(whole["cell_id"], value_set=ids)
-                frames.append(whole.filter(inside).to_pandas())
+                frames.append(whole.filter(inside).to_pandas(use_threads=False))
                 left = whole.filter(pc.invert(inside))
                 rest.append([left] if left.num_rows else [])
             steps, events = rest
