@@ -80,3 +80,22 @@ def test_content_lines_and_flat_carriers_match_the_regular_expressions(text: str
 def test_any_text_normalises_as_the_expressions_do(text: str) -> None:
     assert carried._content_lines.__wrapped__(text) == _content_lines(text)
     assert carried._flat.__wrapped__(text) == _flat(text)
+
+
+def test_gutters_read_by_hand_as_the_pattern_reads_them() -> None:
+    lines = [
+        "   12→  foo",
+        "12:\tbar",
+        "7|x",
+        "x12→y",
+        "12a→y",
+        "→12",
+        "12",
+        "12→",
+        "12→ ",
+        " ٣٤\tz",
+        "²→q",
+        "1\u2003→",
+    ]
+    for line in lines:
+        assert carried._ungutter(line) == GUTTER.sub("", line), line

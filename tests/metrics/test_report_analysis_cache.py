@@ -1,8 +1,8 @@
 """The report's per-session analysis cache (`workbench.reporting.session_analysis`) changes nothing but time.
 
 A report computed with the cache cold, with it warm and with it off is the same report, on the real corpus
-and on generated sessions; a warm report loads only the session groups whose sessions have compaction
-events in the replay; an entry is used only for the content, the pieces and the settings it was written
+and on generated sessions; a warm report reads only the files of sessions that have compaction events in
+the replay (not their groups' other files); an entry is used only for the content, the pieces and the settings it was written
 for; an entry that cannot be read and a cache folder that cannot be written are warned about and change
 nothing else.
 """
@@ -112,6 +112,23 @@ def test_a_warm_report_loads_only_the_groups_with_events(
     loads.paths.clear()
     report(recorded, references=True)  # the references read every record
     assert sorted(loads.paths) == sorted([f"{COMPACTS}.jsonl", f"{PLAIN}.jsonl"])
+
+
+def test_of_a_group_with_events_only_the_files_with_events_are_read(
+    cache: Path, small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compacting session's sub-agent (a file of its group, with no events of its own) is taken from the
+    cache as a session of a group without events is; the report equals a cold one and one without the cache."""
+    agent = small / COMPACTS / "subagents" / "agent-a1.jsonl"
+    _write(agent, generate_session(13, target_tokens=40_000, session_id=COMPACTS, agent_id="a1"))
+    runs = _replay([small], tmp_path / "runs", ["recorded"])
+    cold = report(runs)
+    assert len(cold["sessions"]) == 3 and any(s["session_id"].endswith("/agent-a1") for s in cold["sessions"])
+    loads = Loads(monkeypatch)
+    assert report(runs) == cold
+    assert loads.paths == [f"{COMPACTS}.jsonl"]
+    assert _off(monkeypatch, runs) == cold  # without the cache every file is read
+    assert sorted(loads.paths) == sorted([f"{COMPACTS}.jsonl", f"{COMPACTS}.jsonl", "agent-a1.jsonl", f"{PLAIN}.jsonl"])
 
 
 def test_an_entry_is_used_only_for_the_content_it_was_written_for(

@@ -183,12 +183,23 @@ class SessionTables:
             return self
         for planned in planned_groups(runs):
             known = _known_infos(planned)
-            if known is not None and self._from_cache(known):
-                continue
+            if known is not None:
+                if self._from_cache(known):
+                    continue
+                planned = self._to_load(planned, known)
             group = load_planned_group(planned, None, LoadReport())
             self.add_group(group)
             del group  # released before the next group is read
         return self
+
+    def _to_load(self, planned: Sequence[PlannedFile], known: Sequence[tuple[Rank, SessionInfo]]) -> list[PlannedFile]:
+        """The files of a group that must be read: those holding a wanted session that needs its records (or
+        whose analysis is not cached). The wanted sessions of the other files (a main session's sub-agents
+        without events, say) are taken from the analysis cache; each file loads on its own."""
+        by_file: dict[int, list[tuple[Rank, SessionInfo]]] = {}
+        for rank, info in known:
+            by_file.setdefault(rank[0], []).append((rank, info))
+        return [item for item in planned if not self._from_cache(by_file.get(item[2], []))]
 
     def _members(self, group: Sequence[tuple[Rank, Any]]) -> dict[str, Any]:
         """``{key: session or info}`` of the wanted ones (a later copy of a key replaces an earlier one, as in
