@@ -2,9 +2,9 @@
 
 A report computed with the cache cold, with it warm and with it off is the same report, on the real corpus
 and on generated sessions; a warm report reads only the files of sessions that have compaction events in
-the replay (not their groups' other files); an entry is used only for the content, the pieces and the settings it was written
-for; an entry that cannot be read and a cache folder that cannot be written are warned about and change
-nothing else.
+the replay (not their groups' other files); an entry is used only for the content, the pieces and the
+settings it was written for; an entry that cannot be read and a cache folder that cannot be written are
+warned about and change nothing else.
 """
 
 from __future__ import annotations

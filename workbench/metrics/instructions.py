@@ -331,9 +331,16 @@ def instructions_events(session: Session, events: pd.DataFrame | Sequence[Mappin
     stripped, _ = strip_recorded_compactions(original)
     prepared: dict[bool, tuple[list[Record], list[Any], list[int], _Stems]] = {}
     rows: list[dict[str, Any]] = []
-    for keys, group in frame.groupby(KEYS, sort=True):
-        group = group.sort_values("step", kind="stable")
-        recorded = bool((group["kind"] == "recorded-compact").any())
+    # the events by cell in key order, each cell's by step (ties in row order), as dicts of the fields read
+    # (an event row also lists every record it kept or dropped)
+    frame = frame.sort_values([*KEYS, "step"], kind="stable")
+    read = frame[[c for c in ("step", "kind", "dropped_uuids", "summary", "added_text") if c in frame.columns]]
+    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    cells = zip(*(frame[k].tolist() for k in KEYS), strict=True)
+    for cell, event in zip(cells, read.to_dict("records"), strict=True):
+        by_cell.setdefault(cell, []).append(event)
+    for keys, group in by_cell.items():
+        recorded = any(event["kind"] == "recorded-compact" for event in group)
         if recorded not in prepared:
             records = original if recorded else stripped
             boundaries = [i for i, r in enumerate(records) if r.is_compact_boundary]
@@ -342,7 +349,7 @@ def instructions_events(session: Session, events: pd.DataFrame | Sequence[Mappin
         dropped_so_far: set[str] = set()
         summary = ""
         recorded_seen = 0
-        for number, event in enumerate(group.to_dict("records")):
+        for number, event in enumerate(group):
             step = int(event["step"])
             point = calls[step].first if step < len(calls) else len(records)
             horizon = point
