@@ -99,3 +99,29 @@ def test_gutters_read_by_hand_as_the_pattern_reads_them() -> None:
     ]
     for line in lines:
         assert carried._ungutter(line) == GUTTER.sub("", line), line
+
+
+LINE_WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "x", "", "=", "1"]), min_size=1, max_size=8)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(LINE_WORDS, min_size=1, max_size=6), st.lists(LINE_WORDS, max_size=6), st.integers(0, 5))
+def test_the_word_test_never_rejects_a_line_the_carrier_holds(
+    carrier_lines: list[list[str]], content_lines: list[list[str]], cut: int
+) -> None:
+    """`_may_hold` only rejects lines the flat carrier does not hold, so `content_carried` answers as a search
+    of every line would; lines cut out of the carrier (at any character) are always let through."""
+    carrier = "\n".join(" ".join(words) for words in carrier_lines)
+    flat = carried._flat.__wrapped__(carrier)
+    words = frozenset(flat.split(" "))
+    pieces = [" ".join(w) for w in content_lines] + [flat[cut : cut + n] for n in (20, 30, 45)]
+    for line in pieces:
+        normal = carried._norm(line)
+        if normal in flat:
+            assert carried._may_hold(words, normal), (normal, flat)
+    content = "\n".join(pieces)
+    lines = _content_lines(content)
+    if lines:
+        need = carried.CARRIED_SHARE * len(lines)
+        expected = sum(line in flat for line in lines) >= need
+        assert carried._carried.__wrapped__(content, carrier) == expected

@@ -50,6 +50,20 @@ def _flat(carrier: str) -> str:
     return _norm("\n".join(_ungutter(line) for line in carrier.splitlines()))
 
 
+@lru_cache(maxsize=512)
+def _words(carrier: str) -> frozenset[str]:
+    """The space-separated words of the flat carrier."""
+    return frozenset(_flat(carrier).split(" "))
+
+
+def _may_hold(words: frozenset[str], line: str) -> bool:
+    """False when the flat carrier cannot hold ``line``: a line inside the carrier has its inner words (all
+    but the first and the last, which may be parts of the carrier's words) among the carrier's words, both
+    being single-spaced. A quick test before a search of the whole carrier; True says nothing."""
+    inner = line.split(" ")[1:-1]
+    return all(word in words for word in inner)
+
+
 def content_carried(content: str, carrier: str) -> bool:
     """True when ``carrier`` holds ``content`` (at least half of its content lines, or all of a short one)."""
     if not content.strip() or not carrier:
@@ -67,9 +81,10 @@ def _carried(content: str, carrier: str) -> bool:
         short = _norm(content)
         return len(short) >= 8 and short in flat
     need = CARRIED_SHARE * len(lines)
+    words = _words(carrier)
     found = missing = 0
     for line in lines:  # stops as soon as the answer is known (a long result against a long summary)
-        if line in flat:
+        if _may_hold(words, line) and line in flat:
             found += 1
             if found >= need:
                 return True
