@@ -10,7 +10,16 @@ import pandas as pd
 from ..strategies.base import config_hash  # re-exported: where every module found it
 from ..transcript.model import Session
 
-__all__ = ["KEYS", "UNKNOWN_CONFIG", "config_hash", "ensure_keys", "session_map", "share"]
+__all__ = [
+    "KEYS",
+    "UNKNOWN_CONFIG",
+    "cell_events",
+    "cell_rows",
+    "config_hash",
+    "ensure_keys",
+    "session_map",
+    "share",
+]
 
 #: Every tidy metric frame starts with these columns.
 KEYS = ["session_id", "strategy", "config_hash"]
@@ -29,6 +38,30 @@ def ensure_keys(frame: pd.DataFrame | None, *, config: str | None = None) -> pd.
     else:
         frame["config_hash"] = frame["config_hash"].fillna(config or UNKNOWN_CONFIG)
     return frame
+
+
+def cell_rows(frame: pd.DataFrame) -> dict[tuple[Any, ...], list[int]]:
+    """``{cell: [row positions]}`` of a frame with the `KEYS` columns, cells in first-row order (rows with a
+    null key left out, as a groupby leaves them). Built from lists: a metric that reads a few cells of a
+    session pays no groupby for them."""
+    out: dict[tuple[Any, ...], list[int]] = {}
+    for position, cell in enumerate(zip(*(frame[k].tolist() for k in KEYS), strict=True)):
+        if not any(value is None or value != value for value in cell):  # NaN != NaN
+            out.setdefault(cell, []).append(position)
+    return out
+
+
+def cell_events(frame: pd.DataFrame, fields: Iterable[str]) -> list[tuple[tuple[Any, ...], list[dict[str, Any]]]]:
+    """The rows of an events frame as dicts of ``fields`` (those it has), by cell in key order, each cell's
+    by ``step`` (ties in row order): what `frame.sort_values([*KEYS, "step"], kind="stable")` grouped by
+    cell gives, without pandas' sort (a few events of a session sort faster as Python values)."""
+    read = frame[[c for c in fields if c in frame.columns]].to_dict("records")
+    steps = frame["step"].tolist()
+    cells = cell_rows(frame)
+    return [
+        (cell, [read[i] for i in sorted(cells[cell], key=steps.__getitem__)])  # `sorted` is stable
+        for cell in sorted(cells)
+    ]
 
 
 def share(part: pd.Series, whole: pd.Series, empty: float) -> pd.Series:

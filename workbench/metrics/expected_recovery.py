@@ -70,7 +70,7 @@ from ..replay.engine import session_scale, strip_recorded_compactions
 from ..tokens.cache import cached_estimator
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from ._common import KEYS, as_list, ensure_keys, session_map
+from ._common import KEYS, as_list, cell_events, cell_rows, ensure_keys, session_map
 from .acquisitions import REACQUIRED_KINDS, Acquisition, acquisitions, result_record
 from .carried import content_carried, mentions
 from .pricing import DEFAULT_MODEL, Price, load_pricing, price_or_none
@@ -175,21 +175,10 @@ def expected_recovery_events(
     context_of: dict[tuple[Any, ...], tuple[dict[int, float], int]] = {}  # cell → (sizes by step, its rows)
     if steps is not None:
         step_values, context_values = steps["step"].tolist(), steps["context_tokens"].tolist()
-        for key, positions in steps.groupby(KEYS, sort=False).indices.items():
-            context_of[tuple(key)] = ({step_values[i]: context_values[i] for i in positions}, len(positions))
-    # the events by cell in key order, each cell's by step (ties in row order), as dicts of the fields read
-    frame = frame.sort_values([*KEYS, "step"], kind="stable")
-    events_read = frame[[c for c in _EVENT_FIELDS if c in frame.columns]].to_dict("records")
-    cells = list(zip(*(frame[k].tolist() for k in KEYS), strict=True))
+        for key, positions in cell_rows(steps).items():
+            context_of[key] = ({step_values[i]: context_values[i] for i in positions}, len(positions))
     rows: list[dict[str, Any]] = []
-    first = 0
-    while first < len(cells):
-        keys = cells[first]
-        last = first
-        while last < len(cells) and cells[last] == keys:
-            last += 1
-        group = events_read[first:last]
-        first = last
+    for keys, group in cell_events(frame, _EVENT_FIELDS):  # by cell in key order, each cell's by step
         recorded = any(event.get("kind") == "recorded-compact" for event in group)
         if recorded not in prepared:
             records = original if recorded else stripped

@@ -62,7 +62,7 @@ import pandas as pd
 from ..replay.engine import strip_recorded_compactions
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from ._common import KEYS, as_list, ensure_keys
+from ._common import KEYS, as_list, cell_events, ensure_keys
 from .facts import DIRECTIVE_THRESHOLD
 
 __all__ = [
@@ -331,15 +331,9 @@ def instructions_events(session: Session, events: pd.DataFrame | Sequence[Mappin
     stripped, _ = strip_recorded_compactions(original)
     prepared: dict[bool, tuple[list[Record], list[Any], list[int], _Stems]] = {}
     rows: list[dict[str, Any]] = []
-    # the events by cell in key order, each cell's by step (ties in row order), as dicts of the fields read
-    # (an event row also lists every record it kept or dropped)
-    frame = frame.sort_values([*KEYS, "step"], kind="stable")
-    read = frame[[c for c in ("step", "kind", "dropped_uuids", "summary", "added_text") if c in frame.columns]]
-    by_cell: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    cells = zip(*(frame[k].tolist() for k in KEYS), strict=True)
-    for cell, event in zip(cells, read.to_dict("records"), strict=True):
-        by_cell.setdefault(cell, []).append(event)
-    for keys, group in by_cell.items():
+    # the events by cell in key order, each cell's by step, as dicts of the fields read (an event row also
+    # lists every record it kept or dropped)
+    for keys, group in cell_events(frame, ("step", "kind", "dropped_uuids", "summary", "added_text")):
         recorded = any(event["kind"] == "recorded-compact" for event in group)
         if recorded not in prepared:
             records = original if recorded else stripped
