@@ -47,3 +47,30 @@ def test_the_default_tune_store_is_per_corpus(tmp_path: Path, monkeypatch) -> No
     stores = sorted(p.parent.name for p in (tmp_path / "cache" / "tune").glob("*/store"))
     assert len(stores) == 2 and all(name.startswith("same-") for name in stores)
     assert set(first.per_session["session_id"]).isdisjoint(second.per_session["session_id"])
+
+
+def test_the_code_digest_reads_no_file_while_the_files_keep_their_stamps(tmp_path: Path, monkeypatch) -> None:
+    """The digest is remembered with the files' stamps: a second process-like call reads nothing, a touched
+    file is read again (and gives the same digest), an edited one a new digest; without a usable cache
+    folder every call hashes."""
+    from workbench.util import code_version
+
+    package = tmp_path / "workbench"
+    shutil.copytree(ROOT / "workbench" / "metrics", package / "metrics", ignore=shutil.ignore_patterns("__pycache__"))
+    reads: list[Path] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+    base = code_digest(package)
+    files = len(reads)
+    assert files > 10
+    assert code_digest(package) == base and len(reads) == files
+    cost = package / "metrics" / "cost.py"
+    text = real(cost)
+    cost.write_bytes(text)  # the same bytes, a new stamp
+    assert code_digest(package) == base and len(reads) == 2 * files
+    cost.write_bytes(text + b"\n")
+    assert code_digest(package) != base
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(cost))  # a file: no cache folder
+    before = len(reads)
+    assert code_digest(package) == code_digest(package) and len(reads) == before + 2 * files
+    assert code_version._memo_path() is None

