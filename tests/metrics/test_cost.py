@@ -333,3 +333,25 @@ def test_cost_steps_of_many_cells_is_each_cells_own_simulation(all_claude_sessio
         checked += 1
     assert checked == len(sessions) * len(strategies)
     assert (events["kind"] == "recorded-compact").any() and len(events) > len(sessions)
+
+
+def test_each_cells_step_cost_is_its_own_sum_or_nan_when_a_call_is_unpriced() -> None:
+    """`cost_sessions` sums each cell's step dollars from one array (`_cell_sums`): the same float as the
+    cell's own ``sum(min_count=len)``, NaN where one call could not be priced."""
+    import numpy as np
+
+    from workbench.metrics.cost import _cell_sums
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(1, 60))
+        frame = pd.DataFrame(
+            {
+                "cell": rng.choice(["a", "b", "c", "d"], n),
+                "dollars": np.where(rng.random(n) < 0.05, np.nan, rng.random(n) * 10.0 ** rng.integers(-4, 2)),
+            }
+        )
+        grouped = frame.groupby("cell", sort=True)
+        expected = grouped["dollars"].agg(lambda c: c.sum(min_count=len(c))).tolist()
+        got = _cell_sums(frame["dollars"].to_numpy(dtype=float), grouped.ngroup().to_numpy())
+        assert [None if np.isnan(v) else v for v in got] == [None if np.isnan(v) else v for v in expected]

@@ -129,6 +129,17 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
     return pd.Series(out, index=frame.index, dtype=float)
 
 
+def _cell_sums(values: np.ndarray, codes: np.ndarray) -> list[float]:
+    """Each group's sum of ``values`` (``codes``: its group number per row, in group order), NaN when one
+    of its values is (an unpriced call): as each group's own ``sum(min_count=len)`` gives it, the same
+    float (a Python function per group cost more than the simulation)."""
+    sums = []
+    for number in range(int(codes.max()) + 1 if len(codes) else 0):
+        mine = values[codes == number]
+        sums.append(float("nan") if np.isnan(mine).any() else float(mine.sum()))
+    return sums
+
+
 def _cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     """Each row's cell, ``(session_id, strategy, config_hash)``."""
     return list(zip(*(frame[k].tolist() for k in KEYS), strict=True))
@@ -336,18 +347,16 @@ def cost_sessions(
         per_step = cost_steps(steps, events, by_id, pricing=table, default_model=default_model)
     if per_step.empty:
         return pd.DataFrame(columns=SESSION_COST_COLUMNS)
-    out = (
-        per_step.groupby(KEYS, sort=True)
-        .agg(
-            steps=("step", "size"),
-            input_tokens=("input_tokens", "sum"),
-            cache_read=("cache_read", "sum"),
-            cache_write=("cache_write", "sum"),
-            output_tokens=("output_tokens", "sum"),
-            step_cost_usd=("cost_usd", lambda c: c.sum(min_count=len(c))),  # any unpriced call: NaN
-        )
-        .reset_index()
+    grouped = per_step.groupby(KEYS, sort=True)
+    out = grouped.agg(
+        steps=("step", "size"),
+        input_tokens=("input_tokens", "sum"),
+        cache_read=("cache_read", "sum"),
+        cache_write=("cache_write", "sum"),
+        output_tokens=("output_tokens", "sum"),
     )
+    out["step_cost_usd"] = _cell_sums(per_step["cost_usd"].to_numpy(dtype=float), grouped.ngroup().to_numpy())
+    out = out.reset_index()
     summ = _summarizer_rows(ensure_keys(events), by_id, table, default_model, summarizer_input)
     summ = (
         summ.groupby(KEYS)

@@ -90,6 +90,7 @@ def validity_rules(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> p
 def validity_sessions(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per session × strategy × config_hash (see the module docstring for the columns)."""
     per_step = validity_steps(steps)
+    per_step = per_step.assign(_repaired_step=per_step["repaired"] > 0)  # counted by a sum, not per group
     out = (
         per_step.groupby(KEYS, sort=True)
         .agg(
@@ -97,7 +98,7 @@ def validity_sessions(steps: pd.DataFrame, events: pd.DataFrame | None = None) -
             violating_steps=("has_violation", "sum"),
             violations=("violations", "sum"),
             repairs=("repaired", "sum"),
-            repaired_steps=("repaired", lambda r: int((r > 0).sum())),
+            repaired_steps=("_repaired_step", "sum"),
         )
         .reset_index()
     )
@@ -115,11 +116,12 @@ def validity_sessions(steps: pd.DataFrame, events: pd.DataFrame | None = None) -
             ]
         )
     else:
+        per_event = per_event.assign(_violating=per_event["violations"] > 0)
         agg = (
             per_event.groupby(KEYS)
             .agg(
                 compactions=("event", "size"),
-                compaction_violations=("violations", lambda v: int((v > 0).sum())),
+                compaction_violations=("_violating", "sum"),
                 adjusted_compactions=("adjusted", "sum"),
                 fallbacks=("fallbacks", lambda f: sum(len([x for x in s.split(",") if x]) for s in f)),
                 fallback_reasons=(
