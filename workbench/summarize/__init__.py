@@ -4,7 +4,10 @@
 object with a ``name`` and ``summarize(records, *, custom_instructions=None) -> str`` is a `Summarizer`.
 """
 
-from .offline import OfflineSummarizer, Summarizer, SummarizerConfig, summarize
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .prompt import (
     COMPACT_SUMMARY_PREFIX,
     SUMMARY_SECTIONS,
@@ -28,3 +31,18 @@ __all__ = [
     "sm_compact_summary_message",
     "summarize",
 ]
+
+if TYPE_CHECKING:
+    from .offline import OfflineSummarizer, Summarizer, SummarizerConfig, summarize
+
+#: Names of `offline`, imported on first use: a module that needs only the prompt strings (the report's
+#: metrics) does not import the summariser and the session-memory extractor it uses (13 ms).
+_OFFLINE = frozenset({"OfflineSummarizer", "Summarizer", "SummarizerConfig", "summarize"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OFFLINE:
+        from . import offline
+
+        return getattr(offline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
