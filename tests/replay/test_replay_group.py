@@ -35,9 +35,7 @@ def test_group_equals_independent_replays(main_sessions, name) -> None:
 
 def test_strategies_that_differ_before_compacting_are_refused(main_sessions) -> None:
     with pytest.raises(ValueError, match="prefix-equivalent"):
-        replay_group(
-            main_sessions[0], [create("sm-compact"), create("sm-compact", {"tool_calls_between_updates": 5})]
-        )
+        replay_group(main_sessions[0], [create("sm-compact"), create("sm-compact", {"tool_calls_between_updates": 5})])
     with pytest.raises(ValueError, match="prefix-equivalent"):
         replay_group(main_sessions[0], [create("sm-compact"), create("full-compact")])
 
@@ -70,6 +68,18 @@ def test_branches_equal_independent_replays_on_every_session(corpus, monkeypatch
     """Over every Claude Code session of the corpus and generated ones, with several compactions per
     session: each config's grouped replay equals its own replay, and configs whose compactions came out
     the same were replayed once (fewer calls stepped than the independent replays step)."""
+    sessions = _claude_code_sessions(corpus, tmp_path)
+    assert sum(s.source is not None and "generated-" in s.source for s in sessions) == 3
+    configs = [{**c, "trigger": {"pct_of_window": 40}} for c in BRANCHING]
+    grouped_steps, alone_steps, replays = _grouped_and_alone(sessions, configs, monkeypatch)
+    splits = sum(len(r.events) > 1 for alone in replays for r in alone)
+    assert splits > 0  # some sessions compact more than once, so branches split more than once
+    assert grouped_steps < 0.6 * alone_steps
+
+
+def _grouped_and_alone(sessions, configs, monkeypatch):
+    """``(calls the groups stepped, calls the replays alone stepped, [each session's replays alone])`` of
+    `sm-compact` with ``configs`` over ``sessions``; each grouped replay is checked equal to its own."""
     from workbench.replay import engine
 
     stepped = [0]
@@ -80,11 +90,10 @@ def test_branches_equal_independent_replays_on_every_session(corpus, monkeypatch
         return original(self, index)
 
     monkeypatch.setattr(engine._Cursor, "step", counting)
-    sessions = _claude_code_sessions(corpus, tmp_path)
-    assert sum(s.source is not None and "generated-" in s.source for s in sessions) == 3
-    grouped_steps = alone_steps = splits = 0
+    grouped_steps = alone_steps = 0
+    replays = []
     for session in sessions:
-        strategies = [create("sm-compact", {**c, "trigger": {"pct_of_window": 40}}) for c in BRANCHING]
+        strategies = [create("sm-compact", c) for c in configs]
         stepped[0] = 0
         grouped = replay_group(session, strategies)
         grouped_steps += stepped[0]
@@ -94,9 +103,8 @@ def test_branches_equal_independent_replays_on_every_session(corpus, monkeypatch
         for together, single in zip(grouped, alone, strict=True):
             assert together.steps == single.steps, session.id
             assert together.events == single.events, session.id
-        splits += sum(len(r.events) > 1 for r in alone)
-    assert splits > 0  # some sessions compact more than once, so branches split more than once
-    assert grouped_steps < 0.6 * alone_steps
+        replays.append(alone)
+    return grouped_steps, alone_steps, replays
 
 
 #: Triggers that fire at different calls (and one that never fires on short sessions), each with two keep
@@ -117,31 +125,15 @@ def test_configs_with_other_triggers_share_the_replay_and_change_no_result(corpu
     """Configs differing in their trigger are one group (`trigger_only`): over every Claude Code session of
     the corpus and generated ones, each grouped replay equals its own, whichever config leads the group,
     the triggers did fire at different calls, and the group stepped fewer calls than the replays alone."""
-    from workbench.replay import engine
-
-    stepped = [0]
-    original = engine._Cursor.step
-
-    def counting(self, index):
-        stepped[0] += 1
-        return original(self, index)
-
-    monkeypatch.setattr(engine._Cursor, "step", counting)
     configs = TRIGGERS if order == "as listed" else TRIGGERS[::-1]
-    grouped_steps = alone_steps = 0
-    first_compactions: set[tuple[str, int]] = set()
-    for session in _claude_code_sessions(corpus, tmp_path):
-        strategies = [create("sm-compact", c) for c in configs]
-        stepped[0] = 0
-        grouped = replay_group(session, strategies)
-        grouped_steps += stepped[0]
-        stepped[0] = 0
-        alone = [replay_session(session, s) for s in strategies]
-        alone_steps += stepped[0]
-        for together, single in zip(grouped, alone, strict=True):
-            assert together.steps == single.steps, session.id
-            assert together.events == single.events, session.id
-        first_compactions |= {(session.id, r.events[0]["step"]) for r in alone if r.events}
+    sessions = _claude_code_sessions(corpus, tmp_path)
+    grouped_steps, alone_steps, replays = _grouped_and_alone(sessions, configs, monkeypatch)
+    first_compactions = {
+        (session.id, r.events[0]["step"])
+        for session, alone in zip(sessions, replays, strict=True)
+        for r in alone
+        if r.events
+    }
     sessions_compacting = {sid for sid, _ in first_compactions}
     assert len(first_compactions) > len(sessions_compacting)  # the triggers fired at different calls
     assert grouped_steps < 0.6 * alone_steps
