@@ -57,3 +57,37 @@ def test_every_answer_is_the_functions_own(requests: list[tuple[list[int], int]]
         expected = (*(id(i) for i in items), extra)
         assert memo.get(items, extra, lambda items=items, extra=extra: (*(id(i) for i in items), extra)) == expected
     assert len(memo._entries) <= size
+
+
+def test_a_replay_leaves_no_records_in_the_memos(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SM-compact's memos hold the records of the compactions they remember; when a session's replay ends
+    (alone, grouped or as a process) they are emptied, so a command over a corpus holds one session."""
+    from workbench.replay import replay_group, replay_session
+    from workbench.strategies import create, sm_compact
+    from workbench.synthetic import generate_session
+    from workbench.transcript import load_paths
+
+    path = tmp_path / "generated.jsonl"
+    path.write_text("\n".join(generate_session(3, target_tokens=180_000)) + "\n", encoding="utf-8")
+    session = next(s for s in load_paths([path]) if not s.is_subagent)
+    configs = [{"trigger": {"pct_of_window": 30}}, {"trigger": {"pct_of_window": 30}, "min_tokens": 30_000}]
+    held: list[int] = []
+    real = sm_compact._CUTS.get
+
+    def spy(items, extra, compute):  # type: ignore[no-untyped-def]
+        value = real(items, extra, compute)
+        held.append(len(sm_compact._CUTS._entries))
+        return value
+
+    sm_compact._CUTS.get = spy  # type: ignore[method-assign]
+    try:
+        for replay in (
+            lambda: replay_session(session, create("sm-compact", configs[0])),
+            lambda: replay_group(session, [create("sm-compact", c) for c in configs]),
+        ):
+            held.clear()
+            assert replay()
+            assert held and max(held) > 0, "nothing was remembered: the replay did not compact"
+            assert not sm_compact._CUTS._entries and not sm_compact._SIZES._entries
+    finally:
+        del sm_compact._CUTS.get

@@ -60,6 +60,7 @@ from ..transcript.files import printable_path
 from ..transcript.model import Record, Session
 from ..transcript.replacements import as_sent, recorded_replacements
 from ..transcript.steps import ApiCall, api_calls
+from ..util.identity_memo import release_memos
 from .facts import SessionFacts
 from .kept import Columns, KeptIndex, changes, first_positions
 from .rows import event_row, recorded_events
@@ -428,9 +429,12 @@ def session_facts(session: Session) -> SessionFacts:
 def replay_session(session: Session, strategy: Strategy, *, estimator: str = "claude-rough") -> ReplayResult:
     """Replay one session through ``strategy``; see the module docstring for the semantics."""
     cursor = _Cursor(_Prepared(session, strip=strategy.strips_recorded, estimator=estimator), strategy)
-    for index in range(len(cursor.p.calls)):
-        cursor.step(index)
-    return cursor.finish()
+    try:
+        for index in range(len(cursor.p.calls)):
+            cursor.step(index)
+        return cursor.finish()
+    finally:
+        release_memos()  # what the strategies remembered of this session's records (`identity_memo`)
 
 
 def replay_process(
@@ -445,40 +449,43 @@ def replay_process(
     after the timestamped ones of the same session. Results come back in the order of ``sessions``.
     ValueError unless exactly one session is a main session and every other is its sub-agent.
     """
-    mains = [s for s in sessions if not s.is_subagent]
-    if len(mains) != 1:
-        raise ValueError(f"replay_process needs one main session, got {len(mains)}")
-    main = mains[0]
-    strangers = [s.id for s in sessions if s.is_subagent and s.parent_session_id not in (main.session_id, main.id)]
-    if strangers:
-        raise ValueError(f"not sub-agents of {main.id}: {', '.join(strangers)}")
-    main_cursor = _Cursor(_Prepared(main, strip=strategy.strips_recorded, estimator=estimator), strategy)
-    cursors = {id(main): main_cursor}
-    for session in sessions:
-        if session is not main:
-            prepared = _Prepared(session, strip=strategy.strips_recorded, estimator=estimator)
-            cursors[id(session)] = _Cursor(prepared, strategy, strategy.new_agent_state(main_cursor.state))
-    walks = [cursors[id(session)] for session in sessions]
+    try:
+        mains = [s for s in sessions if not s.is_subagent]
+        if len(mains) != 1:
+            raise ValueError(f"replay_process needs one main session, got {len(mains)}")
+        main = mains[0]
+        strangers = [s.id for s in sessions if s.is_subagent and s.parent_session_id not in (main.session_id, main.id)]
+        if strangers:
+            raise ValueError(f"not sub-agents of {main.id}: {', '.join(strangers)}")
+        main_cursor = _Cursor(_Prepared(main, strip=strategy.strips_recorded, estimator=estimator), strategy)
+        cursors = {id(main): main_cursor}
+        for session in sessions:
+            if session is not main:
+                prepared = _Prepared(session, strip=strategy.strips_recorded, estimator=estimator)
+                cursors[id(session)] = _Cursor(prepared, strategy, strategy.new_agent_state(main_cursor.state))
+        walks = [cursors[id(session)] for session in sessions]
 
-    times: list[list[str]] = []  # per session: the latest timestamp seen up to each call
-    for walk in walks:
-        latest, running = "", []
-        for call in walk.p.calls:
-            latest = max(latest, walk.p.records[call.first].timestamp or "")
-            running.append(latest)
-        times.append(running)
+        times: list[list[str]] = []  # per session: the latest timestamp seen up to each call
+        for walk in walks:
+            latest, running = "", []
+            for call in walk.p.calls:
+                latest = max(latest, walk.p.records[call.first].timestamp or "")
+                running.append(latest)
+            times.append(running)
 
-    def key(rank: int, index: int) -> tuple[str, int]:
-        return (times[rank][index], rank)
+        def key(rank: int, index: int) -> tuple[str, int]:
+            return (times[rank][index], rank)
 
-    heap = [(key(rank, 0), rank, 0) for rank, walk in enumerate(walks) if walk.p.calls]
-    heapq.heapify(heap)
-    while heap:  # merge by time, each session's calls in their own order
-        _, rank, index = heapq.heappop(heap)
-        walks[rank].step(index)
-        if index + 1 < len(walks[rank].p.calls):
-            heapq.heappush(heap, (key(rank, index + 1), rank, index + 1))
-    return [walk.finish() for walk in walks]
+        heap = [(key(rank, 0), rank, 0) for rank, walk in enumerate(walks) if walk.p.calls]
+        heapq.heapify(heap)
+        while heap:  # merge by time, each session's calls in their own order
+            _, rank, index = heapq.heappop(heap)
+            walks[rank].step(index)
+            if index + 1 < len(walks[rank].p.calls):
+                heapq.heappush(heap, (key(rank, index + 1), rank, index + 1))
+        return [walk.finish() for walk in walks]
+    finally:
+        release_memos()
 
 
 def replay_group(
@@ -496,32 +503,35 @@ def replay_group(
     never fire on a session replay it once). Results equal independent `replay_session` calls (tests check
     it). Raises ValueError for strategies that are not prefix-equivalent.
     """
-    from ..strategies.base import prefix_key
+    try:
+        from ..strategies.base import prefix_key
 
-    if not strategies:
-        return []
-    keys = {prefix_key(s) for s in strategies}
-    if len(keys) > 1:
-        raise ValueError(f"replay_group needs prefix-equivalent strategies, got {len(keys)} groups")
-    prepared = _Prepared(session, strip=strategies[0].strips_recorded, estimator=estimator)
-    results: list[ReplayResult | None] = [None] * len(strategies)
-    # branches to walk: (the strategies' positions, the cursor of the first at call `start`, start)
-    branches: list[tuple[list[int], _Cursor, int]] = [
-        (list(range(len(strategies))), _Cursor(prepared, strategies[0]), 0)
-    ]
-    while branches:
-        members, cursor, start = branches.pop()
-        split = _walk_branch(cursor, start, [strategies[m] for m in members[1:]])
-        if split is None:  # the branch ran to the end: every member's replay is its cursor's
-            done = cursor.finish()
-            for m in members:
-                results[m] = done if strategies[m] is cursor.strategy else _relabeled(done, strategies[m])
-            continue
-        index, classes = split
-        for lead, positions in classes:
-            branches.append(([members[p] for p in positions], lead, index + 1))
-    assert all(r is not None for r in results)
-    return [r for r in results if r is not None]
+        if not strategies:
+            return []
+        keys = {prefix_key(s) for s in strategies}
+        if len(keys) > 1:
+            raise ValueError(f"replay_group needs prefix-equivalent strategies, got {len(keys)} groups")
+        prepared = _Prepared(session, strip=strategies[0].strips_recorded, estimator=estimator)
+        results: list[ReplayResult | None] = [None] * len(strategies)
+        # branches to walk: (the strategies' positions, the cursor of the first at call `start`, start)
+        branches: list[tuple[list[int], _Cursor, int]] = [
+            (list(range(len(strategies))), _Cursor(prepared, strategies[0]), 0)
+        ]
+        while branches:
+            members, cursor, start = branches.pop()
+            split = _walk_branch(cursor, start, [strategies[m] for m in members[1:]])
+            if split is None:  # the branch ran to the end: every member's replay is its cursor's
+                done = cursor.finish()
+                for m in members:
+                    results[m] = done if strategies[m] is cursor.strategy else _relabeled(done, strategies[m])
+                continue
+            index, classes = split
+            for lead, positions in classes:
+                branches.append(([members[p] for p in positions], lead, index + 1))
+        assert all(r is not None for r in results)
+        return [r for r in results if r is not None]
+    finally:
+        release_memos()
 
 
 #: Calls between the copies of a branch's state that its other strategies start their compaction from.

@@ -5,17 +5,20 @@ a compaction their strategies see the very same records, and the costly parts of
 depend on the config (where the API rules move a cut, the estimated size of what is kept) come out alike.
 `IdentityMemo` keeps the last few of them. A hit needs the same items (``is``, compared in C) and the same
 extra key, so it is exact for a pure function of immutable items; each entry holds its items, so their ids
-cannot be reused while it is kept.
+cannot be reused while it is kept. Holding them also keeps their session alive: `release_memos` empties
+every memo, and the replay engine calls it when a session's replay ends, so a command replaying a corpus
+holds one session at a time.
 """
 
 from __future__ import annotations
 
 import operator
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo"]
+__all__ = ["IdentityMemo", "release_memos"]
 
 T = TypeVar("T")
 
@@ -27,6 +30,7 @@ class IdentityMemo(Generic[T]):
         self.size = size
         self._entries: OrderedDict[tuple[Any, ...], tuple[list[Any], T]] = OrderedDict()
         self.hits = 0
+        _MEMOS.add(self)
 
     def get(self, items: Sequence[Any], extra: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, or the answer it gave for the same items and ``extra`` when that is still kept."""
@@ -45,3 +49,13 @@ class IdentityMemo(Generic[T]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+#: Every memo of the process (weakly: a memo that is gone needs no release).
+_MEMOS: weakref.WeakSet[IdentityMemo[Any]] = weakref.WeakSet()
+
+
+def release_memos() -> None:
+    """Empty every `IdentityMemo`: the items they hold (a session's records) can then be freed."""
+    for memo in list(_MEMOS):
+        memo.clear()
