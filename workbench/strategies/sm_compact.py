@@ -44,6 +44,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ..memory.fork import ExtractionCall, extraction_call
+from ..request.invariants import adjust_for_thinking
 from ..tokens.estimators import estimate_message_tokens
 from ..transcript.model import Record
 from ..util.identity_memo import IdentityMemo
@@ -270,8 +271,6 @@ def sm_compaction(
 
 
 def _thinking_cut(records: list[Record], naive_start: int) -> int:
-    from ..request.invariants import adjust_for_thinking
-
     thinking = any(b.kind == "thinking" for r in records for b in r.blocks)
     return adjust_for_thinking(records, naive_start, thinking=thinking)
 

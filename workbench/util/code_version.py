@@ -11,8 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 from functools import lru_cache
 from pathlib import Path
+
+from .cache import CacheDirError, cache_root
 
 __all__ = ["code_digest", "code_version"]
 
@@ -60,8 +64,6 @@ def _result_files(root: Path) -> list[tuple[str, Path]]:
 
 
 def _memo_path() -> Path | None:
-    from .cache import CacheDirError, cache_root
-
     try:
         return cache_root() / "code-digests.json"
     except (CacheDirError, OSError):
@@ -115,9 +117,6 @@ def _distribution_versions() -> str:
 def _dist_info_version(name: str) -> str | None:
     """The version in the first ``<name>-<version>.dist-info`` folder on ``sys.path`` (the one `importlib`
     would import from; names compared as PEP 503 normalises them), else None."""
-    import re
-    import sys
-
     wanted = re.sub(r"[-_.]+", "_", name).lower()
     for entry in sys.path:
         try:
