@@ -105,7 +105,14 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
     if not len(frame):
         return pd.Series(dtype=float)
     inputs = frame["input_tokens"] if "input_tokens" in frame else pd.Series(0, index=frame.index)
-    columns = (frame["model"], frame["ttl"], inputs, frame["cache_write"], frame["cache_read"], frame["output_tokens"])
+    columns = (  # as lists: iterating the columns themselves converted every value on the way
+        frame["model"].tolist(),
+        frame["ttl"].tolist(),
+        inputs.tolist(),
+        frame["cache_write"].tolist(),
+        frame["cache_read"].tolist(),
+        frame["output_tokens"].tolist(),
+    )
     prices: dict[Any, Price | None] = {}
     out = []
     for model, ttl, inp, write, read, output in zip(*columns, strict=True):

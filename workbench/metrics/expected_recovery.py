@@ -178,7 +178,7 @@ def expected_recovery_events(
         for key, positions in cell_rows(steps).items():
             context_of[key] = ({step_values[i]: context_values[i] for i in positions}, len(positions))
     rows: list[dict[str, Any]] = []
-    for keys, group in cell_events(frame, _EVENT_FIELDS):  # by cell in key order, each cell's by step
+    for keys, group in cell_events(frame, READ_EVENT_FIELDS):  # by cell in key order, each cell's by step
         recorded = any(event.get("kind") == "recorded-compact" for event in group)
         if recorded not in prepared:
             records = original if recorded else stripped
@@ -217,8 +217,9 @@ def expected_recovery_events(
     return pd.DataFrame(rows, columns=[*KEYS, *EVENT_COLUMNS])
 
 
-#: The event fields `_walk` reads (an event row has many more, some large).
-_EVENT_FIELDS = ("step", "kind", "dropped_uuids", "summary", "added_text")
+#: The event fields `_walk` reads (an event row has many more, some large), and the step fields read.
+READ_EVENT_FIELDS = ("step", "kind", "dropped_uuids", "summary", "added_text")
+READ_STEP_FIELDS = ("step", "context_tokens")
 
 
 def _uses(records: Sequence[Record], found: Sequence[Acquisition]) -> list[Any]:

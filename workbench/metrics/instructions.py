@@ -286,6 +286,8 @@ def repeated_instructions(records: Sequence[Record], cut: int, end: int) -> dict
     return {"user_prompts_after": len(later), "instructions_repeated": repeated}
 
 
+#: The event fields `instructions_events` reads (an event row has many more, some large).
+READ_EVENT_FIELDS = ("step", "kind", "dropped_uuids", "summary", "added_text")
 #: Per-event columns of `instructions_events` (besides the keys).
 EVENT_COLUMNS = ("event", "kind", "step", "instructions", "instructions_lost", "instructions_kept", "last_request_kept")
 
@@ -333,7 +335,7 @@ def instructions_events(session: Session, events: pd.DataFrame | Sequence[Mappin
     rows: list[dict[str, Any]] = []
     # the events by cell in key order, each cell's by step, as dicts of the fields read (an event row also
     # lists every record it kept or dropped)
-    for keys, group in cell_events(frame, ("step", "kind", "dropped_uuids", "summary", "added_text")):
+    for keys, group in cell_events(frame, READ_EVENT_FIELDS):
         recorded = any(event["kind"] == "recorded-compact" for event in group)
         if recorded not in prepared:
             records = original if recorded else stripped

@@ -51,8 +51,11 @@ from ..metrics.cache_sim import SessionCallInfo
 from ..metrics.calibration import CalibrationFacts, calibration_table
 from ..metrics.cost import cost_sessions, cost_steps
 from ..metrics.expected_recovery import EVENT_COLUMNS, expected_recovery_events
+from ..metrics.expected_recovery import READ_EVENT_FIELDS as RECOVERY_EVENT_FIELDS
+from ..metrics.expected_recovery import READ_STEP_FIELDS as RECOVERY_STEP_FIELDS
 from ..metrics.fidelity import fidelity_events, reference_rows
 from ..metrics.identity import SessionKeys
+from ..metrics.instructions import READ_EVENT_FIELDS as INSTRUCTION_EVENT_FIELDS
 from ..metrics.instructions import instructions_events
 from ..metrics.recovery import recovery_frame
 from ..transcript.groups import PlannedFile, load_planned_group, plan_groups
@@ -124,6 +127,11 @@ def held_sessions(
     return found
 
 
+#: The step and event columns expected recovery and the instructions kept read of a session.
+_STEP_READ = (*KEYS, *RECOVERY_STEP_FIELDS)
+_EVENT_READ = tuple(dict.fromkeys([*KEYS, *RECOVERY_EVENT_FIELDS, *INSTRUCTION_EVENT_FIELDS]))
+
+
 class SessionTables:
     """The report's per-session pieces, filled one group at a time (`add_group`), assembled at the end."""
 
@@ -151,6 +159,10 @@ class SessionTables:
         self._strategies = {
             key: set(values) for key, values in steps.groupby("session_id")["strategy"].unique().items()
         }
+        # the columns the per-session metrics at events read (every column for the references kept, whose
+        # fidelity reads more): a session's rows are taken from these, not from every column
+        self._read_steps = steps if references else steps[[c for c in _STEP_READ if c in steps.columns]]
+        self._read_events = events if references else events[[c for c in _EVENT_READ if c in events.columns]]
         self.cache = AnalysisCache(pricing=pricing, estimator=estimator)
         #: ``{key: rank}``: the available sessions, in `load_paths` order of their first occurrence.
         self.order: dict[str, Rank] = {}
@@ -283,8 +295,8 @@ class SessionTables:
                 self.cache.put(key, session.source, analysis)
         self._take(key, analysis)
         if key in self._events_at:
-            steps = self._rows_of(self.steps, self._steps_at, key)
-            events = self._rows_of(self.events, self._events_at, key)
+            steps = self._rows_of(self._read_steps, self._steps_at, key)
+            events = self._rows_of(self._read_events, self._events_at, key)
             if self.references:
                 self.fidelity[key] = fidelity_events(session, events)
             self.expected[key] = expected_recovery_events(
