@@ -29,7 +29,6 @@ class IdentityMemo(Generic[T]):
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self._entries: OrderedDict[tuple[Any, ...], tuple[list[Any], T]] = OrderedDict()
-        self.hits = 0
         _MEMOS.add(self)
 
     def get(self, items: Sequence[Any], extra: Hashable, compute: Callable[[], T]) -> T:
@@ -38,7 +37,6 @@ class IdentityMemo(Generic[T]):
         found = self._entries.get(key)
         if found is not None and all(map(operator.is_, found[0], items)):
             self._entries.move_to_end(key)
-            self.hits += 1
             return found[1]
         value = compute()
         self._entries[key] = (list(items), value)
