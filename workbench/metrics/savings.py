@@ -26,11 +26,15 @@ to take the uncompacted size from there (matched on ``session_id`` and ``step``)
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
-from ._common import KEYS, ensure_keys, share
+from ._common import KEYS, Cells, cell_rows, ensure_keys, share
 
-__all__ = ["BLOCKING_LIMIT", "WINDOW", "savings_events", "savings_sessions", "savings_steps"]
+__all__ = ["BLOCKING_LIMIT", "SESSION_COLUMNS", "WINDOW", "savings_events", "savings_sessions", "savings_steps"]
 
 WINDOW = 200_000
 BLOCKING_LIMIT = 177_000
@@ -44,16 +48,7 @@ def savings_steps(
     baseline: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per session × strategy × config_hash × step."""
-    frame = ensure_keys(steps)
-    if baseline is not None and len(baseline) and len(frame):
-        base = baseline.drop_duplicates(["session_id", "step"]).set_index(["session_id", "step"])[
-            "tokens_without_compaction"
-        ]
-        index = pd.MultiIndex.from_frame(frame[["session_id", "step"]])
-        replaced = base.reindex(index).to_numpy()
-        frame["tokens_without_compaction"] = pd.Series(replaced, index=frame.index).fillna(
-            frame["tokens_without_compaction"]
-        )
+    frame = _with_baseline(ensure_keys(steps), baseline)
     columns = [*KEYS, "step", "context_tokens", "tokens_without_compaction"]
     if frame.empty:
         return pd.DataFrame(
@@ -87,6 +82,21 @@ def savings_steps(
     return out
 
 
+def _with_baseline(frame: pd.DataFrame, baseline: pd.DataFrame | None) -> pd.DataFrame:
+    """``frame`` (a copy of the steps) with ``tokens_without_compaction`` taken from ``baseline`` where it
+    has the (session, step)."""
+    if baseline is not None and len(baseline) and len(frame):
+        base = baseline.drop_duplicates(["session_id", "step"]).set_index(["session_id", "step"])[
+            "tokens_without_compaction"
+        ]
+        index = pd.MultiIndex.from_frame(frame[["session_id", "step"]])
+        replaced = base.reindex(index).to_numpy()
+        frame["tokens_without_compaction"] = pd.Series(replaced, index=frame.index).fillna(
+            frame["tokens_without_compaction"]
+        )
+    return frame
+
+
 def savings_events(events: pd.DataFrame | None) -> pd.DataFrame:
     """One row per compaction event: kind, trigger, step, tokens before/after and freed."""
     frame = ensure_keys(events)
@@ -101,6 +111,25 @@ def savings_events(events: pd.DataFrame | None) -> pd.DataFrame:
     return frame[columns]
 
 
+#: The columns of `savings_sessions`.
+SESSION_COLUMNS = [
+    *KEYS,
+    "steps",
+    "input_tokens",
+    "input_tokens_without",
+    "tokens_saved",
+    "peak_context_tokens",
+    "peak_without_compaction",
+    "steps_over_window",
+    "steps_over_window_without",
+    "steps_blocked",
+    "steps_blocked_without",
+    "saved_share",
+    "compactions",
+    "compaction_kinds",
+]
+
+
 def savings_sessions(
     steps: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -109,32 +138,44 @@ def savings_sessions(
     blocking_limit: int = BLOCKING_LIMIT,
     baseline: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per session × strategy × config_hash (see the module docstring for the columns)."""
-    per_step = savings_steps(steps, window=window, blocking_limit=blocking_limit, baseline=baseline)
-    grouped = per_step.groupby(KEYS, sort=True)
-    out = grouped.agg(
-        steps=("step", "size"),
-        input_tokens=("context_tokens", "sum"),
-        input_tokens_without=("tokens_without_compaction", "sum"),
-        tokens_saved=("tokens_saved", "sum"),
-        peak_context_tokens=("context_tokens", "max"),
-        peak_without_compaction=("tokens_without_compaction", "max"),
-        steps_over_window=("over_window", "sum"),
-        steps_over_window_without=("over_window_without", "sum"),
-        steps_blocked=("blocked", "sum"),
-        steps_blocked_without=("blocked_without", "sum"),
-    ).reset_index()
+    """One row per session × strategy × config_hash (see the module docstring for the columns): the sums of
+    `savings_steps` per cell, counted on arrays (`Cells`)."""
+    frame = _with_baseline(ensure_keys(steps), baseline)
+    if frame.empty:
+        return pd.DataFrame(columns=SESSION_COLUMNS)
+    context = frame["context_tokens"].to_numpy(dtype="int64")
+    without = frame["tokens_without_compaction"].to_numpy(dtype="int64")
+    cells = Cells(frame)
+    out = cells.keys()
+    out["steps"] = cells.size()
+    out["input_tokens"] = cells.sum(context)
+    out["input_tokens_without"] = cells.sum(without)
+    out["tokens_saved"] = cells.sum(without - context)
+    out["peak_context_tokens"] = cells.max(context)
+    out["peak_without_compaction"] = cells.max(without)
+    out["steps_over_window"] = cells.sum(context >= window)
+    out["steps_over_window_without"] = cells.sum(without >= window)
+    out["steps_blocked"] = cells.sum(context >= blocking_limit)
+    out["steps_blocked_without"] = cells.sum(without >= blocking_limit)
     out["saved_share"] = share(out["tokens_saved"], out["input_tokens_without"], 0.0)
-    per_event = savings_events(events)
-    counts = per_event.groupby(KEYS).size().rename("compactions")
-    kinds = (
-        per_event.groupby(KEYS)["kind"]
-        .agg(lambda kinds: ",".join(f"{k}:{n}" for k, n in sorted(pd.Series(kinds).value_counts().items())))
-        .rename("compaction_kinds")
-    )
-    out = out.merge(counts.reset_index(), on=KEYS, how="left").merge(kinds.reset_index(), on=KEYS, how="left")
-    out["compactions"] = out["compactions"].fillna(0).astype(int)
-    out["compaction_kinds"] = out["compaction_kinds"].fillna("")
-    for column in ("steps_over_window", "steps_over_window_without", "steps_blocked", "steps_blocked_without"):
-        out[column] = out[column].astype(int)
+    counts, kinds = _event_kinds(events)
+    cell_keys = cells.tuples()
+    out["compactions"] = np.array([counts.get(cell, 0) for cell in cell_keys], dtype=np.int64)
+    out["compaction_kinds"] = [
+        ",".join(f"{k}:{n}" for k, n in sorted(kinds.get(cell, Counter()).items())) for cell in cell_keys
+    ]
     return out
+
+
+def _event_kinds(events: pd.DataFrame | None) -> tuple[dict[tuple[Any, ...], int], dict[tuple[Any, ...], Counter[str]]]:
+    """Per cell: its compaction events, and how many of each kind (a null kind counted in the first only)."""
+    frame = ensure_keys(events)
+    counts: dict[tuple[Any, ...], int] = {}
+    kinds: dict[tuple[Any, ...], Counter[str]] = {}
+    if frame.empty:
+        return counts, kinds
+    kind_values = frame["kind"].tolist()
+    for cell, positions in cell_rows(frame).items():
+        counts[cell] = len(positions)
+        kinds[cell] = Counter(k for k in (kind_values[i] for i in positions) if not pd.isna(k))
+    return counts, kinds

@@ -28,12 +28,14 @@ rule counts (step scope): ``a`` 2, ``b`` 1. One compaction at step 1 with 2 viol
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from ._common import KEYS, as_list, ensure_keys
+from ._common import KEYS, Cells, as_list, cell_rows, ensure_keys
 
-__all__ = ["validity_events", "validity_rules", "validity_sessions", "validity_steps"]
+__all__ = ["SESSION_COLUMNS", "validity_events", "validity_rules", "validity_sessions", "validity_steps"]
 
 
 def _rules(value: object) -> list[str]:
@@ -87,59 +89,66 @@ def validity_rules(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> p
     return pd.DataFrame(rows, columns=[*KEYS, "scope", "rule", "count"])
 
 
+#: The columns of `validity_sessions`.
+SESSION_COLUMNS = [
+    *KEYS,
+    "steps",
+    "violating_steps",
+    "violations",
+    "repairs",
+    "repaired_steps",
+    "violation_rate",
+    "compactions",
+    "compaction_violations",
+    "adjusted_compactions",
+    "fallbacks",
+    "fallback_reasons",
+    "compaction_violation_rate",
+]
+
+
 def validity_sessions(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per session × strategy × config_hash (see the module docstring for the columns)."""
-    per_step = validity_steps(steps)
-    per_step = per_step.assign(_repaired_step=per_step["repaired"] > 0)  # counted by a sum, not per group
-    out = (
-        per_step.groupby(KEYS, sort=True)
-        .agg(
-            steps=("step", "size"),
-            violating_steps=("has_violation", "sum"),
-            violations=("violations", "sum"),
-            repairs=("repaired", "sum"),
-            repaired_steps=("_repaired_step", "sum"),
-        )
-        .reset_index()
-    )
+    """One row per session × strategy × config_hash (see the module docstring for the columns): the counts
+    of `validity_steps` and `validity_events` per cell, counted on arrays (`Cells`)."""
+    frame = ensure_keys(steps)
+    if frame.empty:
+        return pd.DataFrame(columns=SESSION_COLUMNS)
+    violations = frame["violations"].fillna(0).to_numpy(dtype="int64")
+    repaired = frame["repaired"].fillna(0).to_numpy(dtype="int64")
+    cells = Cells(frame)
+    out = cells.keys()
+    out["steps"] = cells.size()
+    out["violating_steps"] = cells.sum(violations > 0)
+    out["violations"] = cells.sum(violations)
+    out["repairs"] = cells.sum(repaired)
+    out["repaired_steps"] = cells.sum(repaired > 0)
     out["violation_rate"] = (out["violating_steps"] / out["steps"].where(out["steps"] > 0)).fillna(0.0)
-    per_event = validity_events(events)
-    if per_event.empty:
-        agg = pd.DataFrame(
-            columns=[
-                *KEYS,
-                "compactions",
-                "compaction_violations",
-                "adjusted_compactions",
-                "fallbacks",
-                "fallback_reasons",
-            ]
-        )
-    else:
-        per_event = per_event.assign(_violating=per_event["violations"] > 0)
-        agg = (
-            per_event.groupby(KEYS)
-            .agg(
-                compactions=("event", "size"),
-                compaction_violations=("_violating", "sum"),
-                adjusted_compactions=("adjusted", "sum"),
-                fallbacks=("fallbacks", lambda f: sum(len([x for x in s.split(",") if x]) for s in f)),
-                fallback_reasons=(
-                    "fallbacks",
-                    lambda f: ",".join(
-                        f"{k}:{n}" for k, n in sorted(Counter(x for s in f for x in s.split(",") if x).items())
-                    ),
-                ),
-            )
-            .reset_index()
-        )
-    out = out.merge(agg, on=KEYS, how="left")
-    for column in ("compactions", "compaction_violations", "adjusted_compactions", "fallbacks"):
-        out[column] = out[column].fillna(0).astype(int)
-    out["fallback_reasons"] = out["fallback_reasons"].fillna("")
+    per_cell = _event_counts(events)
+    none = (0, 0, 0, Counter[str]())
+    counted = [per_cell.get(cell, none) for cell in cells.tuples()]
+    for position, column in enumerate(("compactions", "compaction_violations", "adjusted_compactions")):
+        out[column] = np.array([c[position] for c in counted], dtype=np.int64)
+    out["fallbacks"] = np.array([c[3].total() for c in counted], dtype=np.int64)
+    out["fallback_reasons"] = [",".join(f"{k}:{n}" for k, n in sorted(c[3].items())) for c in counted]
     out["compaction_violation_rate"] = (
         out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)
     ).fillna(0.0)
-    for column in ("violating_steps", "violations", "repairs"):
-        out[column] = out[column].astype(int)
+    return out
+
+
+def _event_counts(events: pd.DataFrame | None) -> dict[tuple[Any, ...], tuple[int, int, int, Counter[str]]]:
+    """Per cell of `validity_events`: its events, those with a violation, those adjusted, and its fallback
+    reasons counted (a reason with a comma counts as its parts, as in the ``fallbacks`` text)."""
+    frame = ensure_keys(events)
+    if frame.empty:
+        return {}
+    violating = (frame["violations"].fillna(0).astype(int) > 0).tolist()
+    keep = pd.to_numeric(frame.get("keep_start"), errors="coerce")
+    naive = pd.to_numeric(frame.get("naive_start"), errors="coerce")
+    adjusted = (keep.notna() & naive.notna() & (keep != naive)).tolist()
+    fallbacks = [",".join(str(x) for x in as_list(v)).split(",") for v in frame["fallbacks"].tolist()]
+    out = {}
+    for cell, positions in cell_rows(frame).items():
+        reasons = Counter(x for i in positions for x in fallbacks[i] if x)
+        out[cell] = (len(positions), sum(violating[i] for i in positions), sum(adjusted[i] for i in positions), reasons)
     return out

@@ -395,4 +395,3 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
         out["dropped_recall"] = None
         out["needed_recall"] = None
     return out
-
