@@ -336,22 +336,24 @@ def test_cost_steps_of_many_cells_is_each_cells_own_simulation(all_claude_sessio
 
 
 def test_each_cells_step_cost_is_its_own_sum_or_nan_when_a_call_is_unpriced() -> None:
-    """`cost_sessions` sums each cell's step dollars from one array (`_cell_sums`): the same float as the
-    cell's own ``sum(min_count=len)``, NaN where one call could not be priced."""
+    """`cost_sessions` sums each cell's step dollars from one array (`Cells.own_sums`): the same float as
+    the cell's own ``sum(min_count=len)``, NaN where one call could not be priced."""
     import numpy as np
 
-    from workbench.metrics.cost import _cell_sums
+    from workbench.metrics._common import KEYS, Cells
 
     rng = np.random.default_rng(7)
     for _ in range(50):
         n = int(rng.integers(1, 60))
         frame = pd.DataFrame(
             {
-                "cell": rng.choice(["a", "b", "c", "d"], n),
+                "session_id": rng.choice(["a", "b", "c", "d"], n),
+                "strategy": rng.choice(["none", "sm-compact"], n),
+                "config_hash": "x",
                 "dollars": np.where(rng.random(n) < 0.05, np.nan, rng.random(n) * 10.0 ** rng.integers(-4, 2)),
             }
         )
-        grouped = frame.groupby("cell", sort=True)
+        grouped = frame.groupby(KEYS, sort=True)
         expected = grouped["dollars"].agg(lambda c: c.sum(min_count=len(c))).tolist()
-        got = _cell_sums(frame["dollars"].to_numpy(dtype=float), grouped.ngroup().to_numpy())
+        got = Cells(frame).own_sums(frame["dollars"])
         assert [None if np.isnan(v) else v for v in got] == [None if np.isnan(v) else v for v in expected]

@@ -1,5 +1,6 @@
-"""`savings_sessions` and `validity_sessions` count per cell on arrays (`Cells`): each equals the grouped
-pandas computation over `savings_steps`/`validity_steps` (kept here as the reference), value for value and
+"""`savings_sessions`, `validity_sessions` and `cost_sessions` count per cell on arrays (`Cells`): each
+equals the grouped pandas computation (kept here as the reference: groupbys over `savings_steps`,
+`validity_steps`, `cost_steps`, the extractions' previous calls by a shifted merge), value for value and
 dtype for dtype, on replays of the corpus and on generated frames with null keys, counts and kinds."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.metrics import (
+    cost_sessions,
+    cost_steps,
     savings_events,
     savings_sessions,
     savings_steps,
@@ -20,7 +23,10 @@ from workbench.metrics import (
     validity_sessions,
     validity_steps,
 )
-from workbench.metrics._common import KEYS, Cells, share
+from workbench.metrics._common import KEYS, Cells, ensure_keys, share
+from workbench.metrics.cost import SESSION_COST_COLUMNS, _summarizer_rows, is_compaction_agent
+from workbench.metrics.memory_cost import MEMORY_COLUMNS, _memory_rows
+from workbench.metrics.pricing import DEFAULT_MODEL, load_pricing, price_or_none, tokens_dollars
 from workbench.replay import replay_frames, replay_sessions
 from workbench.strategies import create
 from workbench.transcript import load_paths
@@ -111,6 +117,97 @@ def grouped_validity(steps, events=None):
     return out
 
 
+def grouped_memory_rows(steps, per_step, pricing):
+    """The extractions priced with each one's previous call found by a shifted, merged frame."""
+    extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
+    if extracted.empty or per_step.empty:
+        return pd.DataFrame(columns=MEMORY_COLUMNS)
+    previous = per_step[[*KEYS, "step", "prompt_tokens", "model", "ttl"]].sort_values([*KEYS, "step"], kind="stable")
+    shifted = previous.groupby(KEYS, sort=False)[["prompt_tokens", "model", "ttl"]].shift(1)
+    previous = previous[[*KEYS, "step"]].assign(
+        previous_prompt=shifted["prompt_tokens"], previous_model=shifted["model"], previous_ttl=shifted["ttl"]
+    )
+    columns = [*KEYS, "step", "extraction_context_tokens", "extraction_prompt_tokens", "extraction_edit_tokens"]
+    extracted = extracted.reindex(columns=columns)
+    extracted[columns[-3:]] = extracted[columns[-3:]].apply(pd.to_numeric, errors="coerce").fillna(0)
+    extracted["step"] = extracted["step"].astype(int)
+    joined = extracted.merge(previous.assign(step=previous["step"].astype(int)), on=[*KEYS, "step"], how="inner")
+    rows = []
+    for row in joined[joined["previous_prompt"].notna()].to_dict("records"):
+        context = int(row["extraction_context_tokens"])
+        read = min(int(row["previous_prompt"]), context)
+        write = context - read + int(row["extraction_prompt_tokens"])
+        output = int(row["extraction_edit_tokens"])
+        price = price_or_none(row["previous_model"], pricing, DEFAULT_MODEL)
+        hour = row["previous_ttl"] == "1h"
+        dollars = (
+            float("nan")
+            if price is None
+            else tokens_dollars(
+                price,
+                cache_read=read,
+                cache_write_5m=0 if hour else write,
+                cache_write_1h=write if hour else 0,
+                output=output,
+            )
+        )
+        rows.append(
+            {
+                **{k: row[k] for k in KEYS},
+                "memory_extractions": 1,
+                "memory_read": read,
+                "memory_write": write,
+                "memory_output": output,
+                "memory_cost_usd": dollars,
+            }
+        )
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
+def grouped_cost(steps, events, sessions, per_step, pricing):
+    """The pandas reference of `cost_sessions` from its `cost_steps` rows: grouped sums and merges."""
+    grouped = per_step.groupby(KEYS, sort=True)
+    out = grouped.agg(
+        steps=("step", "size"),
+        input_tokens=("input_tokens", "sum"),
+        cache_read=("cache_read", "sum"),
+        cache_write=("cache_write", "sum"),
+        output_tokens=("output_tokens", "sum"),
+    )
+    out["step_cost_usd"] = grouped["cost_usd"].agg(lambda c: c.sum(min_count=len(c))).to_numpy()
+    out = out.reset_index()
+    summ = _summarizer_rows(ensure_keys(events), sessions, pricing, DEFAULT_MODEL, "cache_read")
+    summ = (
+        summ.groupby(KEYS)
+        .agg(summarizer_calls=("summarizer_calls", "sum"), summarizer_cost_usd=("summarizer_cost_usd", "sum"))
+        .reset_index()
+    )
+    out = out.merge(summ, on=KEYS, how="left")
+    out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
+    out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
+    memory = (
+        grouped_memory_rows(ensure_keys(steps), per_step, pricing)
+        .groupby(KEYS)
+        .agg(
+            memory_extractions=("memory_extractions", "sum"),
+            memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),
+        )
+        .reset_index()
+    )
+    out = out.merge(memory, on=KEYS, how="left")
+    out["memory_extractions"] = out["memory_extractions"].fillna(0).astype(int)
+    out["memory_cost_usd"] = out["memory_cost_usd"].where(out["memory_extractions"] > 0, 0.0)
+    out["compaction_agent"] = [is_compaction_agent(sid, sessions.get(sid)) for sid in out["session_id"]]
+    out.loc[out["compaction_agent"] & (out["strategy"] != "recorded"), "step_cost_usd"] = 0.0
+    out["cost_usd"] = out["step_cost_usd"] + out["summarizer_cost_usd"] + out["memory_cost_usd"]
+    out["cost_per_1k_steps"] = out["cost_usd"] / out["steps"] * 1000
+    priced = out["cost_usd"].where(out["cost_usd"] > 0)
+    out["summarizer_share"] = (out["summarizer_cost_usd"] / priced).fillna(0.0)
+    out["memory_share"] = (out["memory_cost_usd"] / priced).fillna(0.0)
+    out["priced_outputs"] = out["session_id"].isin(sessions)
+    return out[SESSION_COST_COLUMNS]
+
+
 def _same(got: pd.DataFrame, expected: pd.DataFrame) -> None:
     """Equal frames; a text column is ``str`` (the merge gave ``object`` when no cell had an event)."""
     assert list(got.columns) == list(expected.columns)
@@ -127,22 +224,32 @@ def _same(got: pd.DataFrame, expected: pd.DataFrame) -> None:
 @pytest.fixture(scope="module")
 def replayed(corpus):
     sessions = list(load_paths([corpus / "claude-code", corpus / "claude-code-more"]))
+    by_id = {session.id: session for session in sessions}
     frames = [replay_frames(replay_sessions(sessions, create(name))) for name in ("none", "sm-compact", "recorded")]
     early = create("full-compact", {"trigger": {"auto_compact_window": 80_000}})  # compacts more sessions
     frames.append(replay_frames(replay_sessions(sessions, early)))
     steps = pd.concat([f[0] for f in frames], ignore_index=True)
     events = pd.concat([f[1] for f in frames], ignore_index=True)
-    return steps, events
+    return steps, events, by_id
 
 
 @pytest.mark.corpus
 def test_counts_equal_the_groupby_on_corpus_replays(replayed):
-    steps, events = replayed
+    steps, events, by_id = replayed
     assert events["kind"].nunique() >= 2 and (events["strategy"] == "full-compact").sum() > 5
     _same(savings_sessions(steps, events), grouped_savings(steps, events))
     _same(validity_sessions(steps, events), grouped_validity(steps, events))
     baseline = steps[steps["strategy"] == "none"][["session_id", "step", "tokens_without_compaction"]]
     _same(savings_sessions(steps, events, baseline=baseline), grouped_savings(steps, events, baseline=baseline))
+    pricing = load_pricing()
+    per_step = cost_steps(steps, events, by_id, pricing=pricing)
+    assert steps["memory_extraction"].fillna(False).astype(bool).sum() > 20
+    _same(
+        cost_sessions(steps, events, by_id, pricing=pricing, per_step=per_step),
+        grouped_cost(steps, events, by_id, per_step, pricing),
+    )
+    got = _memory_rows(ensure_keys(steps), per_step, pricing, DEFAULT_MODEL)
+    _same(got, grouped_memory_rows(ensure_keys(steps), per_step, pricing))
 
 
 KEY = st.sampled_from(["s1", "s2", "s10", "é", None])
@@ -219,3 +326,48 @@ def test_cells_number_cells_as_a_sorted_groupby_does():
     assert cells.sum(frame["n"]).tolist() == grouped.sum().tolist()
     assert cells.max(frame["n"]).tolist() == grouped.max().tolist()
     assert cells.size().tolist() == grouped.size().tolist()
+
+
+@st.composite
+def extraction_frames(draw):
+    """`cost_steps`-like rows (duplicated steps, null keys, unknown models) and steps with extractions."""
+    n = draw(st.integers(1, 25))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    cells = [(draw(KEY), draw(STRATEGY), draw(CONFIG)) for _ in range(draw(st.integers(1, 4)))]
+    picked = [cells[i] for i in rng.integers(0, len(cells), n)]
+    keys = {
+        "session_id": [c[0] for c in picked],
+        "strategy": [c[1] for c in picked],
+        "config_hash": [c[2] if c[2] is not None else "n/a" for c in picked],
+        "step": rng.integers(0, 6, n),
+    }
+    per_step = pd.DataFrame(
+        {
+            **keys,
+            "prompt_tokens": rng.integers(0, 200_000, n),
+            "model": rng.choice(["claude-opus-4-6", "claude-sonnet-4-5", "no-such-model"], n),
+            "ttl": rng.choice(["5m", "1h"], n),
+        }
+    )
+    steps = pd.DataFrame(
+        {
+            **keys,
+            "memory_extraction": rng.choice([True, False, None], n),
+            "extraction_context_tokens": rng.integers(0, 200_000, n),
+            "extraction_prompt_tokens": rng.choice([1000, np.nan], n),
+            "extraction_edit_tokens": rng.integers(0, 500, n),
+        }
+    )
+    return steps, per_step
+
+
+@settings(max_examples=200, deadline=None)
+@given(extraction_frames())
+def test_extractions_find_their_previous_call_as_a_shifted_merge_does(drawn):
+    steps, per_step = drawn
+    pricing = load_pricing()
+    got = _memory_rows(steps, per_step, pricing, DEFAULT_MODEL)
+    expected = grouped_memory_rows(steps, per_step, pricing)
+    assert len(got) == len(expected)
+    if len(expected):
+        _same(got, expected)

@@ -58,8 +58,9 @@ class Cells:
     numbers them (a row with a null key in none): each cell's row count, integer sums and maxima as arrays.
 
     A report's frames hold a few thousand rows and pandas' fixed cost per grouped aggregation was most of
-    their time; integer sums are exact in any order, so these equal the groupby's. Float sums are not
-    offered: pandas' grouped float sum is compensated, and the report keeps its digits."""
+    their time; integer sums are exact in any order, so these equal the groupby's. A grouped float sum is
+    not offered (pandas compensates it, and the report keeps its digits); `own_sums` gives what each
+    cell's own column sums to."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
         combined = np.zeros(len(frame), dtype=np.int64)
@@ -91,6 +92,14 @@ class Cells:
         out = np.zeros(self.count, dtype=np.int64)
         np.add.at(out, self._codes, np.asarray(values)[self._rows].astype(np.int64))
         return out
+
+    def own_sums(self, values: Any) -> list[float]:
+        """Each cell's sum of float ``values`` as the cell's own column gives it, ``sum(min_count=len)``: its
+        values in row order summed by numpy, NaN when one of them is (an unpriced call)."""
+        picked = np.asarray(values, dtype=float)[self._rows]
+        ordered = picked[np.argsort(self._codes, kind="stable")]  # each cell's values together, in row order
+        parts = np.split(ordered, np.cumsum(self.size())[:-1])
+        return [float("nan") if np.isnan(part).any() else float(part.sum()) for part in parts]
 
     def max(self, values: Any) -> np.ndarray:
         """Each cell's maximum of ``values`` (one per frame row), as int64."""

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..transcript.model import Session
-from ._common import KEYS, ensure_keys, session_map
+from ._common import KEYS, Cells, ensure_keys, session_map
 from .cache_sim import (
     EVENT_FIELDS,
     SIMULATED_COLUMNS,
@@ -134,17 +134,6 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
             )
         )
     return pd.Series(out, index=frame.index, dtype=float)
-
-
-def _cell_sums(values: np.ndarray, codes: np.ndarray) -> list[float]:
-    """Each group's sum of ``values`` (``codes``: its group number per row, in group order), NaN when one
-    of its values is (an unpriced call): as each group's own ``sum(min_count=len)`` gives it, the same
-    float (a Python function per group cost more than the simulation)."""
-    sums = []
-    for number in range(int(codes.max()) + 1 if len(codes) else 0):
-        mine = values[codes == number]
-        sums.append(float("nan") if np.isnan(mine).any() else float(mine.sum()))
-    return sums
 
 
 def _cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
@@ -354,25 +343,23 @@ def cost_sessions(
         per_step = cost_steps(steps, events, by_id, pricing=table, default_model=default_model)
     if per_step.empty:
         return pd.DataFrame(columns=SESSION_COST_COLUMNS)
-    grouped = per_step.groupby(KEYS, sort=True)
-    out = grouped.agg(
-        steps=("step", "size"),
-        input_tokens=("input_tokens", "sum"),
-        cache_read=("cache_read", "sum"),
-        cache_write=("cache_write", "sum"),
-        output_tokens=("output_tokens", "sum"),
-    )
-    out["step_cost_usd"] = _cell_sums(per_step["cost_usd"].to_numpy(dtype=float), grouped.ngroup().to_numpy())
-    out = out.reset_index()
+    cells = Cells(per_step)
+    out = cells.keys()
+    out["steps"] = cells.size()
+    for column in ("input_tokens", "cache_read", "cache_write", "output_tokens"):
+        out[column] = cells.sum(per_step[column].to_numpy())
+    out["step_cost_usd"] = cells.own_sums(per_step["cost_usd"].to_numpy(dtype=float))
     summ = _summarizer_rows(ensure_keys(events), by_id, table, default_model, summarizer_input)
-    summ = (
-        summ.groupby(KEYS)
-        .agg(summarizer_calls=("summarizer_calls", "sum"), summarizer_cost_usd=("summarizer_cost_usd", "sum"))
-        .reset_index()
-    )
-    out = out.merge(summ, on=KEYS, how="left")
-    out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
-    out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
+    summed: dict[tuple[Any, ...], tuple[int, float]] = {}
+    if len(summ):  # grouped sums: pandas' compensated float sum, as before
+        grouped = summ.groupby(KEYS).agg(
+            summarizer_calls=("summarizer_calls", "sum"), summarizer_cost_usd=("summarizer_cost_usd", "sum")
+        )
+        pairs = zip(grouped["summarizer_calls"], grouped["summarizer_cost_usd"], strict=True)
+        summed = dict(zip(grouped.index, pairs, strict=True))
+    found = [summed.get(cell, (0, 0.0)) for cell in cells.tuples()]
+    out["summarizer_calls"] = np.array([int(calls) for calls, _ in found], dtype=np.int64)
+    out["summarizer_cost_usd"] = np.array([float(dollars) for _, dollars in found], dtype=float)
     out = with_memory_cost(out, ensure_keys(steps), per_step, table, default_model)
     out["compaction_agent"] = [is_compaction_agent(sid, by_id.get(sid)) for sid in out["session_id"]]
     artefact = out["compaction_agent"] & (out["strategy"] != "recorded")

@@ -383,6 +383,11 @@ def expected_recovery(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*KEYS, *EVENT_COLUMNS])
 
 
+def _cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Each row's `KEYS` as a tuple."""
+    return list(zip(*(frame[key].tolist() for key in KEYS), strict=True))
+
+
 def expected_recovery_sessions(
     per_event: pd.DataFrame,
     steps: pd.DataFrame,
@@ -404,11 +409,8 @@ def expected_recovery_sessions(
     else:
         out = cells.reindex(columns=[*KEYS, *SESSION_COLUMNS])
     has_calls = out["session_id"].map(lambda sid: tool_calls.get(sid, False))
-    had_events = (
-        out[KEYS]
-        .apply(tuple, axis=1)
-        .isin(set(per_event[KEYS].apply(tuple, axis=1)) if per_event is not None and len(per_event) else set())
-    )
+    with_events = set(_cells(per_event)) if per_event is not None and len(per_event) else set()
+    had_events = pd.Series([cell in with_events for cell in _cells(out)], index=out.index, dtype=bool)
     for column in SESSION_COLUMNS:
         values = out[column].astype(float)
         out[column] = values.where(had_events, 0.0).where(has_calls)  # unpriced events stay null

@@ -43,9 +43,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from ._common import KEYS
+from ._common import KEYS, Cells, cell_rows
 from .pricing import Price, price_or_none, tokens_dollars
 
 __all__ = ["MEMORY_COLUMNS", "_from_session_memory", "_memory_rows", "with_memory_cost"]
@@ -82,22 +83,21 @@ def _memory_rows(
     extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
     if extracted.empty or per_step.empty:
         return pd.DataFrame(columns=MEMORY_COLUMNS)
-    # each step's previous step in its cell (the call whose response the hook saw), looked up by a merge
-    previous = per_step[[*KEYS, "step", "prompt_tokens", "model", "ttl"]].sort_values([*KEYS, "step"], kind="stable")
-    shifted = previous.groupby(KEYS, sort=False)[["prompt_tokens", "model", "ttl"]].shift(1)
-    previous = previous[[*KEYS, "step"]].assign(
-        previous_prompt=shifted["prompt_tokens"], previous_model=shifted["model"], previous_ttl=shifted["ttl"]
-    )
     columns = [*KEYS, "step", "extraction_context_tokens", "extraction_prompt_tokens", "extraction_edit_tokens"]
     extracted = extracted.reindex(columns=columns)
     counts = columns[-3:]
     extracted[counts] = extracted[counts].apply(pd.to_numeric, errors="coerce").fillna(0)
     extracted["step"] = extracted["step"].astype(int)
-    joined = extracted.merge(previous.assign(step=previous["step"].astype(int)), on=[*KEYS, "step"], how="inner")
+    previous = _previous_calls(per_step)
     # the hook runs after a response, so a previous step always exists in a whole replay
-    joined = joined[joined["previous_prompt"].notna()]
+    joined = [
+        {**row, "previous_prompt": before[0], "previous_model": before[1], "previous_ttl": before[2]}
+        for row in extracted.to_dict("records")
+        for before in previous.get((*(row[k] for k in KEYS), row["step"]), ())
+        if before is not None and not pd.isna(before[0])
+    ]
     rows = []
-    for row in joined.to_dict("records"):
+    for row in joined:
         context = int(row.get("extraction_context_tokens") or 0)
         read = min(int(row["previous_prompt"]), context)
         write = context - read + int(row.get("extraction_prompt_tokens") or 0)
@@ -128,21 +128,35 @@ def _memory_rows(
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
 
+def _previous_calls(per_step: pd.DataFrame) -> dict[tuple[Any, ...], list[tuple[Any, Any, Any] | None]]:
+    """``{(*cell, step): [(prompt_tokens, model, ttl) of the row before, or None for a cell's first]}``: for
+    each `cost_steps` row, the one before it in its cell by step (ties in row order), the call whose
+    response the extraction hook saw; a row with a null key has none."""
+    steps = per_step["step"].tolist()
+    before_values = list(zip(*(per_step[c].tolist() for c in ("prompt_tokens", "model", "ttl")), strict=True))
+    out: dict[tuple[Any, ...], list[tuple[Any, Any, Any] | None]] = {}
+    for cell, positions in cell_rows(per_step).items():
+        before = None
+        for position in sorted(positions, key=steps.__getitem__):  # stable: ties stay in row order
+            out.setdefault((*cell, int(steps[position])), []).append(before)
+            before = before_values[position]
+    return out
+
+
 def with_memory_cost(
     sessions: pd.DataFrame, steps: pd.DataFrame, per_step: pd.DataFrame, pricing: Mapping[str, Price], default: str
 ) -> pd.DataFrame:
     """``sessions`` (one row per `KEYS`) with ``memory_extractions`` and ``memory_cost_usd``: the sum of its
     extractions (`_memory_rows`), 0 without any, NaN when one of them could not be priced."""
-    memory = (
-        _memory_rows(steps, per_step, pricing, default)
-        .groupby(KEYS)
-        .agg(
-            memory_extractions=("memory_extractions", "sum"),
-            memory_cost_usd=("memory_cost_usd", lambda c: c.sum(min_count=len(c))),  # an unpriced one: NaN
-        )
-        .reset_index()
-    )
-    out = sessions.merge(memory, on=KEYS, how="left")
-    out["memory_extractions"] = out["memory_extractions"].fillna(0).astype(int)
-    out["memory_cost_usd"] = out["memory_cost_usd"].where(out["memory_extractions"] > 0, 0.0)
+    memory = _memory_rows(steps, per_step, pricing, default)
+    found: dict[tuple[Any, ...], tuple[int, float]] = {}
+    if len(memory):
+        cells = Cells(memory)  # each cell's extractions, and their own sum (NaN when one is unpriced)
+        sums = zip(cells.size().tolist(), cells.own_sums(memory["memory_cost_usd"]), strict=True)
+        found = dict(zip(cells.tuples(), sums, strict=True))
+    keys = zip(*(sessions[k].tolist() for k in KEYS), strict=True)
+    pairs = [found.get(cell, (0, 0.0)) for cell in keys]
+    out = sessions.copy()
+    out["memory_extractions"] = np.array([n for n, _ in pairs], dtype=np.int64)
+    out["memory_cost_usd"] = np.array([dollars for _, dollars in pairs], dtype=float)
     return out
