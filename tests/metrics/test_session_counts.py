@@ -25,8 +25,8 @@ from workbench.metrics import (
 )
 from workbench.metrics._common import KEYS, Cells, ensure_keys, share
 from workbench.metrics.cost import SESSION_COST_COLUMNS, _summarizer_rows, is_compaction_agent
-from workbench.metrics.memory_cost import MEMORY_COLUMNS, _memory_rows
-from workbench.metrics.pricing import DEFAULT_MODEL, load_pricing, price_or_none, tokens_dollars
+from workbench.metrics.memory_cost import _extractions, _memory_rows
+from workbench.metrics.pricing import DEFAULT_MODEL, load_pricing
 from workbench.replay import replay_frames, replay_sessions
 from workbench.strategies import create
 from workbench.transcript import load_paths
@@ -117,11 +117,9 @@ def grouped_validity(steps, events=None):
     return out
 
 
-def grouped_memory_rows(steps, per_step, pricing):
-    """The extractions priced with each one's previous call found by a shifted, merged frame."""
+def shifted_extractions(steps, per_step):
+    """The extractions with each one's previous call found by a shifted, merged frame."""
     extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
-    if extracted.empty or per_step.empty:
-        return pd.DataFrame(columns=MEMORY_COLUMNS)
     previous = per_step[[*KEYS, "step", "prompt_tokens", "model", "ttl"]].sort_values([*KEYS, "step"], kind="stable")
     shifted = previous.groupby(KEYS, sort=False)[["prompt_tokens", "model", "ttl"]].shift(1)
     previous = previous[[*KEYS, "step"]].assign(
@@ -132,36 +130,7 @@ def grouped_memory_rows(steps, per_step, pricing):
     extracted[columns[-3:]] = extracted[columns[-3:]].apply(pd.to_numeric, errors="coerce").fillna(0)
     extracted["step"] = extracted["step"].astype(int)
     joined = extracted.merge(previous.assign(step=previous["step"].astype(int)), on=[*KEYS, "step"], how="inner")
-    rows = []
-    for row in joined[joined["previous_prompt"].notna()].to_dict("records"):
-        context = int(row["extraction_context_tokens"])
-        read = min(int(row["previous_prompt"]), context)
-        write = context - read + int(row["extraction_prompt_tokens"])
-        output = int(row["extraction_edit_tokens"])
-        price = price_or_none(row["previous_model"], pricing, DEFAULT_MODEL)
-        hour = row["previous_ttl"] == "1h"
-        dollars = (
-            float("nan")
-            if price is None
-            else tokens_dollars(
-                price,
-                cache_read=read,
-                cache_write_5m=0 if hour else write,
-                cache_write_1h=write if hour else 0,
-                output=output,
-            )
-        )
-        rows.append(
-            {
-                **{k: row[k] for k in KEYS},
-                "memory_extractions": 1,
-                "memory_read": read,
-                "memory_write": write,
-                "memory_output": output,
-                "memory_cost_usd": dollars,
-            }
-        )
-    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+    return joined[joined["previous_prompt"].notna()].to_dict("records")
 
 
 def grouped_cost(steps, events, sessions, per_step, pricing):
@@ -186,7 +155,7 @@ def grouped_cost(steps, events, sessions, per_step, pricing):
     out["summarizer_calls"] = out["summarizer_calls"].fillna(0).astype(int)
     out["summarizer_cost_usd"] = out["summarizer_cost_usd"].fillna(0.0)
     memory = (
-        grouped_memory_rows(ensure_keys(steps), per_step, pricing)
+        _memory_rows(ensure_keys(steps), per_step, pricing, DEFAULT_MODEL)
         .groupby(KEYS)
         .agg(
             memory_extractions=("memory_extractions", "sum"),
@@ -206,6 +175,16 @@ def grouped_cost(steps, events, sessions, per_step, pricing):
     out["memory_share"] = (out["memory_cost_usd"] / priced).fillna(0.0)
     out["priced_outputs"] = out["session_id"].isin(sessions)
     return out[SESSION_COST_COLUMNS]
+
+
+def _same_records(got, expected):
+    """The same rows in the same order, NaN equal to NaN, numbers of either width equal."""
+    assert len(got) == len(expected)
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.keys() == theirs.keys()
+        for key, value in mine.items():
+            other = theirs[key]
+            assert (pd.isna(value) and pd.isna(other)) if pd.isna(value) else value == other, (key, value, other)
 
 
 def _same(got: pd.DataFrame, expected: pd.DataFrame) -> None:
@@ -248,8 +227,7 @@ def test_counts_equal_the_groupby_on_corpus_replays(replayed):
         cost_sessions(steps, events, by_id, pricing=pricing, per_step=per_step),
         grouped_cost(steps, events, by_id, per_step, pricing),
     )
-    got = _memory_rows(ensure_keys(steps), per_step, pricing, DEFAULT_MODEL)
-    _same(got, grouped_memory_rows(ensure_keys(steps), per_step, pricing))
+    _same_records(_extractions(ensure_keys(steps), per_step), shifted_extractions(ensure_keys(steps), per_step))
 
 
 KEY = st.sampled_from(["s1", "s2", "s10", "é", None])
@@ -344,7 +322,7 @@ def extraction_frames(draw):
     per_step = pd.DataFrame(
         {
             **keys,
-            "prompt_tokens": rng.integers(0, 200_000, n),
+            "prompt_tokens": np.where(rng.random(n) < 0.15, np.nan, rng.integers(0, 200_000, n)),
             "model": rng.choice(["claude-opus-4-6", "claude-sonnet-4-5", "no-such-model"], n),
             "ttl": rng.choice(["5m", "1h"], n),
         }
@@ -365,9 +343,4 @@ def extraction_frames(draw):
 @given(extraction_frames())
 def test_extractions_find_their_previous_call_as_a_shifted_merge_does(drawn):
     steps, per_step = drawn
-    pricing = load_pricing()
-    got = _memory_rows(steps, per_step, pricing, DEFAULT_MODEL)
-    expected = grouped_memory_rows(steps, per_step, pricing)
-    assert len(got) == len(expected)
-    if len(expected):
-        _same(got, expected)
+    _same_records(_extractions(steps, per_step), shifted_extractions(steps, per_step))

@@ -78,26 +78,8 @@ def _memory_rows(
     prompt) at the session's cache-write rate, as the recorded compaction forks do (``agent-acompact-*``:
     ~165k read, 2.5k-8.7k written, 3 tokens of input); its output is the Edit calls.
     """
-    if "memory_extraction" not in steps.columns:
-        return pd.DataFrame(columns=MEMORY_COLUMNS)
-    extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
-    if extracted.empty or per_step.empty:
-        return pd.DataFrame(columns=MEMORY_COLUMNS)
-    columns = [*KEYS, "step", "extraction_context_tokens", "extraction_prompt_tokens", "extraction_edit_tokens"]
-    extracted = extracted.reindex(columns=columns)
-    counts = columns[-3:]
-    extracted[counts] = extracted[counts].apply(pd.to_numeric, errors="coerce").fillna(0)
-    extracted["step"] = extracted["step"].astype(int)
-    previous = _previous_calls(per_step)
-    # the hook runs after a response, so a previous step always exists in a whole replay
-    joined = [
-        {**row, "previous_prompt": before[0], "previous_model": before[1], "previous_ttl": before[2]}
-        for row in extracted.to_dict("records")
-        for before in previous.get((*(row[k] for k in KEYS), row["step"]), ())
-        if before is not None and not pd.isna(before[0])
-    ]
     rows = []
-    for row in joined:
+    for row in _extractions(steps, per_step):
         context = int(row.get("extraction_context_tokens") or 0)
         read = min(int(row["previous_prompt"]), context)
         write = context - read + int(row.get("extraction_prompt_tokens") or 0)
@@ -126,6 +108,30 @@ def _memory_rows(
             }
         )
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
+def _extractions(steps: pd.DataFrame, per_step: pd.DataFrame) -> list[dict[str, Any]]:
+    """The steps with ``memory_extraction`` (their cell, step and extraction counts, nulls as 0), each
+    with its previous call's ``previous_prompt``, ``previous_model`` and ``previous_ttl`` (`_previous_calls`;
+    one row per `cost_steps` row of its step, none without a previous call)."""
+    if "memory_extraction" not in steps.columns or per_step.empty:
+        return []
+    extracted = steps[steps["memory_extraction"].fillna(False).astype(bool)]
+    if extracted.empty:
+        return []
+    columns = [*KEYS, "step", "extraction_context_tokens", "extraction_prompt_tokens", "extraction_edit_tokens"]
+    extracted = extracted.reindex(columns=columns)
+    counts = columns[-3:]
+    extracted[counts] = extracted[counts].apply(pd.to_numeric, errors="coerce").fillna(0)
+    extracted["step"] = extracted["step"].astype(int)
+    previous = _previous_calls(per_step)
+    # the hook runs after a response, so a previous step always exists in a whole replay
+    return [
+        {**row, "previous_prompt": before[0], "previous_model": before[1], "previous_ttl": before[2]}
+        for row in extracted.to_dict("records")
+        for before in previous.get((*(row[k] for k in KEYS), row["step"]), ())
+        if before is not None and not pd.isna(before[0])
+    ]
 
 
 def _previous_calls(per_step: pd.DataFrame) -> dict[tuple[Any, ...], list[tuple[Any, Any, Any] | None]]:
