@@ -19,6 +19,7 @@ __all__ = [
     "cell_rows",
     "config_hash",
     "ensure_keys",
+    "row_cells",
     "session_map",
     "share",
 ]
@@ -42,12 +43,17 @@ def ensure_keys(frame: pd.DataFrame | None, *, config: str | None = None) -> pd.
     return frame
 
 
+def row_cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Each row's cell: its `KEYS` values as a tuple."""
+    return list(zip(*(frame[key].tolist() for key in KEYS), strict=True))
+
+
 def cell_rows(frame: pd.DataFrame) -> dict[tuple[Any, ...], list[int]]:
     """``{cell: [row positions]}`` of a frame with the `KEYS` columns, cells in first-row order (rows with a
     null key left out, as a groupby leaves them). Built from lists: a metric that reads a few cells of a
     session pays no groupby for them."""
     out: dict[tuple[Any, ...], list[int]] = {}
-    for position, cell in enumerate(zip(*(frame[k].tolist() for k in KEYS), strict=True)):
+    for position, cell in enumerate(row_cells(frame)):
         if not any(value is None or value != value for value in cell):  # NaN != NaN
             out.setdefault(cell, []).append(position)
     return out

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..transcript.model import Session
-from ._common import KEYS, Cells, ensure_keys, session_map
+from ._common import KEYS, Cells, ensure_keys, row_cells, session_map
 from .cache_sim import (
     EVENT_FIELDS,
     SIMULATED_COLUMNS,
@@ -136,11 +136,6 @@ def _step_dollars(frame: pd.DataFrame, pricing: Mapping[str, Price], default: st
     return pd.Series(out, index=frame.index, dtype=float)
 
 
-def _cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
-    """Each row's cell, ``(session_id, strategy, config_hash)``."""
-    return list(zip(*(frame[k].tolist() for k in KEYS), strict=True))
-
-
 def cost_steps(
     steps: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -171,10 +166,10 @@ def cost_steps(
     if len(events):
         ordered = events.dropna(subset=KEYS).sort_values([*KEYS, "step"], kind="stable")
         read = ordered[[c for c in EVENT_FIELDS if c in ordered.columns]].to_dict("records")
-        for key, event in zip(_cells(ordered), read, strict=True):
+        for key, event in zip(row_cells(ordered), read, strict=True):
             by_cell.setdefault(key, []).append(event)
     steps = steps.dropna(subset=KEYS).sort_values([*KEYS, "step"], kind="stable")
-    cells = _cells(steps)
+    cells = row_cells(steps)
     step_values, prompts = steps["step"].to_numpy(), steps["context_tokens"].to_numpy()
     withouts = steps["tokens_without_compaction"].to_numpy() if "tokens_without_compaction" in steps else prompts
     first = 0

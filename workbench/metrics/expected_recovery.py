@@ -70,7 +70,7 @@ from ..replay.engine import session_scale, strip_recorded_compactions
 from ..tokens.cache import cached_estimator
 from ..transcript.model import Record, Session
 from ..transcript.steps import api_calls
-from ._common import KEYS, as_list, cell_events, cell_rows, ensure_keys, session_map
+from ._common import KEYS, as_list, cell_events, cell_rows, ensure_keys, row_cells, session_map
 from .acquisitions import REACQUIRED_KINDS, Acquisition, acquisitions, result_record
 from .carried import content_carried, mentions
 from .pricing import DEFAULT_MODEL, Price, load_pricing, price_or_none
@@ -383,11 +383,6 @@ def expected_recovery(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*KEYS, *EVENT_COLUMNS])
 
 
-def _cells(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
-    """Each row's `KEYS` as a tuple."""
-    return list(zip(*(frame[key].tolist() for key in KEYS), strict=True))
-
-
 def expected_recovery_sessions(
     per_event: pd.DataFrame,
     steps: pd.DataFrame,
@@ -409,8 +404,8 @@ def expected_recovery_sessions(
     else:
         out = cells.reindex(columns=[*KEYS, *SESSION_COLUMNS])
     has_calls = out["session_id"].map(lambda sid: tool_calls.get(sid, False))
-    with_events = set(_cells(per_event)) if per_event is not None and len(per_event) else set()
-    had_events = pd.Series([cell in with_events for cell in _cells(out)], index=out.index, dtype=bool)
+    with_events = set(row_cells(per_event)) if per_event is not None and len(per_event) else set()
+    had_events = pd.Series([cell in with_events for cell in row_cells(out)], index=out.index, dtype=bool)
     for column in SESSION_COLUMNS:
         values = out[column].astype(float)
         out[column] = values.where(had_events, 0.0).where(has_calls)  # unpriced events stay null

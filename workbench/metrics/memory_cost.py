@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import KEYS, Cells, cell_rows
+from ._common import KEYS, Cells, cell_rows, row_cells
 from .pricing import Price, price_or_none, tokens_dollars
 
 __all__ = ["MEMORY_COLUMNS", "_from_session_memory", "_memory_rows", "with_memory_cost"]
@@ -160,8 +160,7 @@ def with_memory_cost(
         cells = Cells(memory)  # each cell's extractions, and their own sum (NaN when one is unpriced)
         sums = zip(cells.size().tolist(), cells.own_sums(memory["memory_cost_usd"]), strict=True)
         found = dict(zip(cells.tuples(), sums, strict=True))
-    keys = zip(*(sessions[k].tolist() for k in KEYS), strict=True)
-    pairs = [found.get(cell, (0, 0.0)) for cell in keys]
+    pairs = [found.get(cell, (0, 0.0)) for cell in row_cells(sessions)]
     out = sessions.copy()
     out["memory_extractions"] = np.array([n for n, _ in pairs], dtype=np.int64)
     out["memory_cost_usd"] = np.array([dollars for _, dollars in pairs], dtype=float)
