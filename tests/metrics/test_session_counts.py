@@ -106,8 +106,8 @@ def grouped_validity(steps, events=None):
             .reset_index()
         )
     out = out.merge(agg, on=KEYS, how="left")
-    for column in names[:4]:
-        out[column] = out[column].fillna(0).astype(int)
+    for column in names[:4]:  # numbers first: with no event the merged columns hold only nulls
+        out[column] = pd.to_numeric(out[column]).fillna(0).astype(int)
     out["fallback_reasons"] = out["fallback_reasons"].fillna("")
     out["compaction_violation_rate"] = (
         out["compaction_violations"] / out["compactions"].where(out["compactions"] > 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -84,34 +85,52 @@ class Cells:
 
     def tuples(self) -> list[tuple[Any, ...]]:
         """Each cell's keys as a tuple, in cell order."""
-        return list(zip(*(self._frame[key].to_numpy()[self._first].tolist() for key in KEYS), strict=True))
+        return list(self._tuples)
+
+    @cached_property
+    def _tuples(self) -> list[tuple[Any, ...]]:
+        return row_cells(self._frame.iloc[self._first])
 
     def keys(self) -> pd.DataFrame:
         """One row per cell: its `KEYS` (dtypes inferred from the values, as a groupby's keys are)."""
         return pd.DataFrame(self.tuples(), columns=KEYS)
 
+    @cached_property
+    def _order(self) -> np.ndarray:
+        """The frame's rows with a cell, grouped by cell (in row order within one)."""
+        return self._rows[np.argsort(self._codes, kind="stable")]
+
+    @cached_property
+    def _starts(self) -> np.ndarray:
+        """Where each cell's rows begin in `_order`."""
+        return np.concatenate(([0], np.cumsum(self.size())[:-1])).astype(np.intp)
+
     def size(self) -> np.ndarray:
+        """Each cell's row count."""
         return np.bincount(self._codes, minlength=self.count).astype(np.int64)
+
+    def _grouped(self, values: Any, dtype: Any) -> np.ndarray:
+        """``values`` (one per frame row) in `_order`, as ``dtype``."""
+        grouped: np.ndarray = np.asarray(values)[self._order].astype(dtype)
+        return grouped
 
     def sum(self, values: Any) -> np.ndarray:
         """Each cell's sum of ``values`` (one per frame row; booleans count), as int64."""
-        out = np.zeros(self.count, dtype=np.int64)
-        np.add.at(out, self._codes, np.asarray(values)[self._rows].astype(np.int64))
-        return out
+        if not self.count:
+            return np.zeros(0, dtype=np.int64)
+        return np.add.reduceat(self._grouped(values, np.int64), self._starts)
 
     def own_sums(self, values: Any) -> list[float]:
         """Each cell's sum of float ``values`` as the cell's own column gives it, ``sum(min_count=len)``: its
         values in row order summed by numpy, NaN when one of them is (an unpriced call)."""
-        picked = np.asarray(values, dtype=float)[self._rows]
-        ordered = picked[np.argsort(self._codes, kind="stable")]  # each cell's values together, in row order
-        parts = np.split(ordered, np.cumsum(self.size())[:-1])
-        return [float("nan") if np.isnan(part).any() else float(part.sum()) for part in parts]
+        parts = np.split(self._grouped(values, float), self._starts[1:])
+        return [float("nan") if np.isnan(part).any() else float(part.sum()) for part in parts] if self.count else []
 
     def max(self, values: Any) -> np.ndarray:
         """Each cell's maximum of ``values`` (one per frame row), as int64."""
-        out = np.full(self.count, np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(out, self._codes, np.asarray(values)[self._rows].astype(np.int64))
-        return out
+        if not self.count:
+            return np.zeros(0, dtype=np.int64)
+        return np.maximum.reduceat(self._grouped(values, np.int64), self._starts)
 
 
 def cell_events(frame: pd.DataFrame, fields: Iterable[str]) -> list[tuple[tuple[Any, ...], list[dict[str, Any]]]]:
