@@ -133,8 +133,13 @@ def shifted_extractions(steps, per_step):
     return joined[joined["previous_prompt"].notna()].to_dict("records")
 
 
+#: The columns of `cost_sessions` counted per cell (the rest are derived from them, row by row).
+COUNTED = SESSION_COST_COLUMNS[: SESSION_COST_COLUMNS.index("memory_cost_usd") + 1]
+
+
 def grouped_cost(steps, events, sessions, per_step, pricing):
-    """The pandas reference of `cost_sessions` from its `cost_steps` rows: grouped sums and merges."""
+    """The pandas reference of `cost_sessions`' counted columns from its `cost_steps` rows: grouped sums
+    and merges."""
     grouped = per_step.groupby(KEYS, sort=True)
     out = grouped.agg(
         steps=("step", "size"),
@@ -166,15 +171,9 @@ def grouped_cost(steps, events, sessions, per_step, pricing):
     out = out.merge(memory, on=KEYS, how="left")
     out["memory_extractions"] = out["memory_extractions"].fillna(0).astype(int)
     out["memory_cost_usd"] = out["memory_cost_usd"].where(out["memory_extractions"] > 0, 0.0)
-    out["compaction_agent"] = [is_compaction_agent(sid, sessions.get(sid)) for sid in out["session_id"]]
-    out.loc[out["compaction_agent"] & (out["strategy"] != "recorded"), "step_cost_usd"] = 0.0
-    out["cost_usd"] = out["step_cost_usd"] + out["summarizer_cost_usd"] + out["memory_cost_usd"]
-    out["cost_per_1k_steps"] = out["cost_usd"] / out["steps"] * 1000
-    priced = out["cost_usd"].where(out["cost_usd"] > 0)
-    out["summarizer_share"] = (out["summarizer_cost_usd"] / priced).fillna(0.0)
-    out["memory_share"] = (out["memory_cost_usd"] / priced).fillna(0.0)
-    out["priced_outputs"] = out["session_id"].isin(sessions)
-    return out[SESSION_COST_COLUMNS]
+    agent = pd.Series([is_compaction_agent(sid, sessions.get(sid)) for sid in out["session_id"]], index=out.index)
+    out.loc[agent & (out["strategy"] != "recorded"), "step_cost_usd"] = 0.0  # as `cost_sessions` does
+    return out[COUNTED]
 
 
 def _same_records(got, expected):
@@ -224,7 +223,7 @@ def test_counts_equal_the_groupby_on_corpus_replays(replayed):
     per_step = cost_steps(steps, events, by_id, pricing=pricing)
     assert steps["memory_extraction"].fillna(False).astype(bool).sum() > 20
     _same(
-        cost_sessions(steps, events, by_id, pricing=pricing, per_step=per_step),
+        cost_sessions(steps, events, by_id, pricing=pricing, per_step=per_step)[COUNTED],
         grouped_cost(steps, events, by_id, per_step, pricing),
     )
     _same_records(_extractions(ensure_keys(steps), per_step), shifted_extractions(ensure_keys(steps), per_step))
