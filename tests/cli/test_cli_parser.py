@@ -135,6 +135,7 @@ def test_no_arguments_prints_the_help_listing_every_command() -> None:
         (["ingest"], "PATH"),
         (["replay", "data"], "--strategy"),
         (["replay", "data", "-s"], "-s"),
+        (["replay", "data", "-s", "none", "--strategy", "sm-compact"], "given twice ('none', then 'sm-compact')"),
         (["export", "data"], "--out"),
         (["report", "d", "--window", "abc"], "--window"),
         (["report", "d", "--probe-budget-usd", "abc"], "--probe-budget-usd"),
@@ -152,6 +153,12 @@ def test_usage_errors_exit_2_with_one_line_naming_the_option(argv: list[str], na
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.endswith("\n") and "\n" not in result.stderr[:-1], result.stderr
     assert names in result.stderr and "error: " in result.stderr and "--help" in result.stderr
+
+
+def test_a_strategy_given_twice_is_refused_not_the_last_one_replayed() -> None:
+    result = run_cli("replay", "data", "-s", "none", "-s", "sm-compact")
+    assert result.exit_code == 2 and "one strategy per replay" in result.stderr and "workbench report" in result.stderr
+    assert parse(["replay", "data", "-s", "sm-compact"])[1]["strategy"] == "sm-compact"
 
 
 def test_a_min_1_option_rejects_0_and_takes_1() -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "PROBE_BUDGET",
     "Arg",
     "Command",
+    "Once",
     "arg",
     "at_least_one",
     "echo",
@@ -109,6 +110,24 @@ def at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+class Once(argparse.Action):
+    """A single-valued option given twice is a usage error naming both values, not the last one silently
+    (``workbench replay -s none -s sm-compact`` replayed ``sm-compact`` alone). ``why``: what to do instead."""
+
+    def __init__(self, *args: Any, why: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.why = why
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        if getattr(namespace, self.dest, None) not in (None, self.default):
+            earlier = getattr(namespace, self.dest)
+            hint = f": {self.why}" if self.why else ""
+            raise argparse.ArgumentError(self, f"given twice ({earlier!r}, then {values!r}){hint}")
+        setattr(namespace, self.dest, values)
 
 
 PATHS = arg("paths", nargs="+", type=Path, metavar="PATH", help="Transcript files or folders.")

@@ -15,6 +15,7 @@ from .common import (
     JSON,
     PATHS,
     Command,
+    Once,
     _emit,
     _finish,
     _parse_sets,
@@ -197,7 +198,10 @@ COMMANDS: tuple[Command, ...] = (
                 "--strategy",
                 required=True,
                 metavar="NAME",
-                help="Strategy name (see `workbench strategies`).",
+                action=Once,
+                why="one strategy per replay; replay each into its own --out folder under one parent and "
+                "`workbench report` the parent, or compare several with `workbench sweep`",
+                help="Strategy name (see `workbench strategies`); one per replay.",
             ),
             arg(
                 "--set",
